@@ -1,0 +1,1 @@
+"""Structured pruning (Torch-Pruning) and knowledge distillation for the Pareto winners."""

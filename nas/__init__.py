@@ -1,0 +1,2 @@
+"""The search: study configs, objectives, the Optuna and Ray Tune drivers, Pareto fronts, export,
+reports and the ``hwnas`` command line. Depends on every other package; none depends on it."""

@@ -1,0 +1,1 @@
+"""One module per ``hwnas`` command group; each exposes ``add_parser(subparsers)``."""

@@ -1,0 +1,10 @@
+"""`hwnas analog` commands."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("analog", help="(not yet available)")
+    p.set_defaults(func=lambda args: print("hwnas analog: not yet available") or 1)

@@ -1,0 +1,107 @@
+"""The search-space contract and its registry."""
+
+from __future__ import annotations
+
+import abc
+import random
+from typing import Any, ClassVar
+
+from torch import nn
+
+from common.errors import ConfigError, Problem
+from common.registry import Registry
+
+SPACES: Registry[type[SearchSpace]] = Registry("space")
+
+
+class ArchError(ConfigError):
+    """A malformed or out-of-range architecture string; the message shows the grammar."""
+
+    @classmethod
+    def bad(cls, space: SearchSpace, arch: str, rule: str) -> ArchError:
+        return cls(Problem(f"{space.name} arch", rule, arch,
+                           f"write it in the grammar:\n{space.grammar()}"))
+
+
+class SearchSpace(abc.ABC):
+    """One family of architectures, each named by one string.
+
+    Subclasses set ``name`` and implement the abstract methods. The arch-string grammar is the
+    class docstring (``grammar()`` returns it) so that error messages and ``--help`` show it.
+    """
+
+    name: ClassVar[str]
+
+    @classmethod
+    def grammar(cls) -> str:
+        return (cls.__doc__ or "").strip()
+
+    @abc.abstractmethod
+    def sample(self, trial: Any) -> str:
+        """Draw one arch string through Optuna's ``trial.suggest_*`` API (any sampler, Ray too)."""
+
+    @abc.abstractmethod
+    def decode(self, arch: str) -> Any:
+        """Parse and validate ``arch`` into the space's spec; raise ``ArchError`` when malformed."""
+
+    @abc.abstractmethod
+    def encode(self, spec: Any) -> str:
+        """Inverse of ``decode``: ``encode(decode(s)) == s`` for every valid ``s``."""
+
+    @abc.abstractmethod
+    def mutate(self, arch: str, rng: random.Random) -> str:
+        """A valid neighbour of ``arch`` that differs in one choice."""
+
+    @abc.abstractmethod
+    def size(self) -> int:
+        """Number of distinct architectures in the space."""
+
+    @abc.abstractmethod
+    def build(self, arch: str, *, in_chans: int, num_classes: int, img_size: int) -> nn.Module:
+        """A freshly initialised digital model for ``arch`` and the data set's shape."""
+
+    @abc.abstractmethod
+    def features(self, arch: str) -> dict[str, float]:
+        """Numeric description of ``arch`` (for latency regressors and reports)."""
+
+    def random_arch(self, rng: random.Random) -> str:
+        """Uniform-ish sample without Optuna, via a tiny trial stand-in."""
+        return self.sample(_RandomTrial(rng))
+
+    def validate(self, arch: str) -> str:
+        self.decode(arch)
+        return arch
+
+
+class _RandomTrial:
+    """Duck-types the part of ``optuna.Trial`` a space uses, drawing with ``random``."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def suggest_categorical(self, name: str, choices):  # noqa: ANN001
+        return self.rng.choice(list(choices))
+
+    def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
+        return self.rng.randrange(low, high + 1, step)
+
+    def suggest_float(self, name: str, low: float, high: float, **_: Any) -> float:
+        return self.rng.uniform(low, high)
+
+
+def register_space(name: str):
+    """Class decorator: ``@register_space("mbconv")`` sets ``cls.name`` and registers it."""
+
+    def deco(cls: type[SearchSpace]) -> type[SearchSpace]:
+        cls.name = name
+        return SPACES.register(name)(cls)
+
+    return deco
+
+
+def get_space(name: str) -> SearchSpace:
+    return SPACES.get(name)()
+
+
+def list_spaces(pattern: str = "*") -> list[str]:
+    return SPACES.list(pattern)
