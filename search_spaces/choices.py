@@ -1,0 +1,56 @@
+"""Flat choice tables shared by the spaces: sample, count, mutate and check them.
+
+A space's spec is a flat ``{param: value}`` dict whose keys are the Optuna parameter names, so
+``space.encode(trial.params)`` rebuilds the arch string of a finished trial. A table maps each
+name to its allowed values: a ``range`` is ordinal and sampled with ``suggest_int`` (TPE and GP
+then model its order), a tuple is categorical and sampled with ``suggest_categorical``. Every
+name keeps one fixed table, since Optuna rejects a parameter whose distribution changes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from typing import Any
+
+Values = range | tuple
+Table = Mapping[str, Values]
+
+
+def suggest(trial: Any, name: str, values: Values) -> Any:
+    if isinstance(values, range):
+        return trial.suggest_int(name, values.start, values[-1], step=values.step)
+    return trial.suggest_categorical(name, values)
+
+
+def sample_params(trial: Any, table: Table) -> dict[str, Any]:
+    """One value per name, in table order (the order fixes the random stream)."""
+    return {name: suggest(trial, name, values) for name, values in table.items()}
+
+
+def count(table: Table) -> int:
+    return math.prod(len(values) for values in table.values())
+
+
+def mutate_one(params: dict[str, Any], table: Table, rng: random.Random,
+               names: list[str] | None = None) -> dict[str, Any]:
+    """Copy of ``params`` with one name (from ``names``, default all) set to another value."""
+    names = [n for n in (names or list(table)) if len(table[n]) > 1]
+    name = rng.choice(names)
+    out = dict(params)
+    out[name] = rng.choice([v for v in table[name] if v != params[name]])
+    return out
+
+
+def describe(values: Values) -> str:
+    if isinstance(values, range):
+        return f"{values.start}-{values[-1]}"
+    return "|".join(str(v) for v in values)
+
+
+def check(params: Mapping[str, Any], table: Table) -> list[str]:
+    """A rule for every value outside its table (empty when all are allowed)."""
+    return [f"{name} must be one of {describe(values)} (got {params[name]})"
+            for name, values in table.items()
+            if name in params and params[name] not in values]
