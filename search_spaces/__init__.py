@@ -6,7 +6,14 @@ attribute, the cache key, the log id and the export folder name. Spaces build pl
 ``nn.Module``s and never import aihwkit: hardware models are applied from outside (``analog``).
 """
 
-from search_spaces.base import SPACES, ArchError, SearchSpace, get_space, list_spaces, register_space
+from search_spaces.base import (
+    SPACES,
+    ArchError,
+    SearchSpace,
+    get_space,
+    list_spaces,
+    register_space,
+)
 
 # Importing the modules registers the spaces.
 from search_spaces import mbconv, nb201, resnet, vit  # noqa: E402,F401  isort: skip

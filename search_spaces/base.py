@@ -31,6 +31,8 @@ class SearchSpace(abc.ABC):
     """
 
     name: ClassVar[str]
+    example: ClassVar[str] = ""
+    """A valid arch string of the space, also quoted in its grammar (docs, tests, benchmarks)."""
 
     @classmethod
     def grammar(cls) -> str:

@@ -33,11 +33,9 @@ def count(table: Table) -> int:
     return math.prod(len(values) for values in table.values())
 
 
-def mutate_one(params: dict[str, Any], table: Table, rng: random.Random,
-               names: list[str] | None = None) -> dict[str, Any]:
-    """Copy of ``params`` with one name (from ``names``, default all) set to another value."""
-    names = [n for n in (names or list(table)) if len(table[n]) > 1]
-    name = rng.choice(names)
+def mutate_one(params: dict[str, Any], table: Table, rng: random.Random) -> dict[str, Any]:
+    """Copy of ``params`` with one name of ``table`` set to another of its values."""
+    name = rng.choice([n for n in table if len(table[n]) > 1])
     out = dict(params)
     out[name] = rng.choice([v for v in table[name] if v != params[name]])
     return out

@@ -56,6 +56,7 @@ class MBConvSpace(SearchSpace):
     pool, linear.
     """
 
+    example = "mb:hs-s16-k3e1c16d1-k5e4c24d2se-k3e3c40d2-k5e6c64d3se-k7e6c96d2se"
     table = _table()
 
     def sample(self, trial: Any) -> str:

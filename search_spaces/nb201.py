@@ -19,8 +19,12 @@ EDGES = tuple((j, i) for j in range(1, NODES) for i in range(j))
 _NODE = re.compile(r"\|(?:[a-z0-9_]+~\d+\|)+")
 
 
-def _name(j: int, i: int) -> str:
+def edge_name(j: int, i: int) -> str:
+    """Optuna parameter (and spec key) of the edge into node ``j`` from node ``i``."""
     return f"node{j}_in{i}"
+
+
+_name = edge_name  # older spelling, still imported by bench/nb201_table.py
 
 
 class ReLUConvBN(nn.Sequential):
@@ -96,13 +100,17 @@ class NB201Space(SearchSpace):
     Arch string: the benchmark's own, one |op~i| per edge into node j from node i < j, nodes
     separated by '+':  |op~0|+|op~0|op~1|+|op~0|op~1|op~2|
       op  none | skip_connect | nor_conv_1x1 | nor_conv_3x3 | avg_pool_3x3
-    Example: |nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|
-    Network: 3x3 stem conv (C=16), 3 stages of N=5 cells with C, 2C, 4C channels, a residual
-    basic block between stages, BN-ReLU, average pool, linear. The reductions halve the map only
-    while its side is > 8 px (32 px: 32->16->8; 8 px: no halving); nor_conv = ReLU-conv-BN.
+    Example:
+      |nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|
+    Network: 3x3 stem conv (C=16), 3 stages of N=5 cells with C, 2C, 4C channels (defaults of
+    NB201Space(cells=5, channels=16)), a residual basic block between stages, BN-ReLU, average
+    pool, linear. The reductions halve the map only while its side is > 8 px (32 px:
+    32->16->8; 8 px: no halving); nor_conv = ReLU-conv-BN.
     """
 
-    table: dict[str, choices.Values] = {_name(j, i): OPS for j, i in EDGES}
+    example = ("|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|"
+               "nor_conv_3x3~1|skip_connect~2|")
+    table: dict[str, choices.Values] = {edge_name(j, i): OPS for j, i in EDGES}
 
     def __init__(self, *, cells: int = 5, channels: int = 16):
         self.cells, self.channels = cells, channels
@@ -121,14 +129,16 @@ class NB201Space(SearchSpace):
             if [int(i) for _, i in edges] != list(range(j)):
                 problems.append(f"node {j} must take inputs ~0..~{j - 1} in order")
                 continue
-            params |= {_name(j, int(i)): op for op, i in edges}
+            params |= {edge_name(j, int(i)): op for op, i in edges}
         problems += choices.check(params, self.table)
         if problems:
             raise ArchError.bad(self, arch, "; ".join(problems))
+        if self.encode(params) != arch:  # e.g. ~00: keep one string per arch
+            raise ArchError.bad(self, arch, f"is not canonical; write {self.encode(params)!r}")
         return params
 
     def encode(self, spec: dict[str, Any]) -> str:
-        nodes = ["|" + "".join(f"{spec[_name(j, i)]}~{i}|" for i in range(j))
+        nodes = ["|" + "".join(f"{spec[edge_name(j, i)]}~{i}|" for i in range(j))
                  for j in range(1, NODES)]
         return "+".join(nodes)
 
@@ -142,7 +152,7 @@ class NB201Space(SearchSpace):
         layout.check_build_args(self.name, in_chans=in_chans, num_classes=num_classes,
                                 img_size=img_size)
         p = self.decode(arch)
-        ops = {(j, i): p[_name(j, i)] for j, i in EDGES}
+        ops = {(j, i): p[edge_name(j, i)] for j, i in EDGES}
         strides = layout.stride_plan(img_size, 2)  # the two reductions
         layers: list[nn.Module] = []
         c = self.channels

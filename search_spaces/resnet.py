@@ -78,6 +78,7 @@ class ResNetSpace(SearchSpace):
     halves only images larger than 32 px. Shortcuts are 1x1 convs where the shape changes.
     """
 
+    example = "rn:s32-d2r1c32-d2r2c64-d1r3c128"
     table: dict[str, choices.Values] = {"stem": STEMS, "groups": range(1, MAX_GROUPS + 1)}
     for _g in range(1, MAX_GROUPS + 1):
         table |= _group_table(_g)

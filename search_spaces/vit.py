@@ -35,6 +35,7 @@ class ViTSpace(SearchSpace):
     image with p8 gives 4x4 tokens, with p4 7x7 tokens; 8 px with p8 gives a single token.
     """
 
+    example = "vit:p4-e128-d6-h4-m2"
     table: dict[str, choices.Values] = {
         "patch": (2, 4, 8), "embed": (64, 96, 128, 192), "depth": range(2, 9),
         "heads": (2, 4, 8), "mlp_ratio": range(1, 5)}

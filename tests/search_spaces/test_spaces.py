@@ -204,7 +204,7 @@ def test_ray_tune_optuna_search():
 
     for name in SPACES:
         space, archs = get_space(name), []
-        searcher = OptunaSearch(space=lambda t, s=space: archs.append(s.sample(t)),
+        searcher = OptunaSearch(space=lambda t, s=space, a=archs: a.append(s.sample(t)),
                                 metric="acc", mode="max", seed=0)
         for i in range(3):
             config = searcher.suggest(f"t{i}")
@@ -250,7 +250,8 @@ BAD_ARCHS = {
     "nb201": ["|conv~0|+|none~0|none~1|+|none~0|none~1|none~2|",
               "|none~0|+|none~0|none~1|", "none~0+none~0|none~1+none~0|none~1|none~2",
               "|none~1|+|none~0|none~1|+|none~0|none~1|none~2|",
-              "|none~0|+|none~0|none~1|+|none~0|none~2|none~1|"],
+              "|none~0|+|none~0|none~1|+|none~0|none~2|none~1|",
+              "|none~00|+|none~0|none~1|+|none~0|none~1|none~2|"],
 }
 
 
@@ -285,3 +286,65 @@ def test_wrong_channel_count_is_named(name):
     model = get_space(name).build(_archs(name, 1)[0], in_chans=1, num_classes=10, img_size=28)
     with pytest.raises(RuntimeError, match="channels"):
         model(torch.zeros(2, 3, 28, 28))
+
+
+@pytest.mark.parametrize("name", SPACES)
+def test_state_dict_moves_to_a_fresh_build(name):
+    # The checkpoint format stores (space, arch, state_dict) and rebuilds the model from them.
+    space = get_space(name)
+    arch = _archs(name, 1, seed=9)[0]
+    torch.manual_seed(0)
+    a = space.build(arch, in_chans=1, num_classes=10, img_size=28).eval()
+    torch.manual_seed(1)
+    b = space.build(arch, in_chans=1, num_classes=10, img_size=28).eval()
+    b.load_state_dict(a.state_dict())
+    x = torch.randn(2, 1, 28, 28)
+    assert torch.equal(a(x), b(x))
+
+
+@pytest.mark.parametrize("name", ["resnet", "nb201"])
+def test_analog_friendly_spaces_have_only_dense_convs(name):
+    # aihwkit maps only dense layers: every conv of these spaces must have groups == 1.
+    space = get_space(name)
+    for arch in _archs(name, 10):
+        model = space.build(arch, in_chans=3, num_classes=10, img_size=32)
+        convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+        assert convs and all(c.groups == 1 for c in convs)
+
+
+def test_padded_vit_exports_with_a_dynamic_batch():
+    # 28 px with 8 px patches is padded inside the patch embedding to a fixed 32 px grid, so
+    # torch.export (the quantization path) sees no position-embedding resampling.
+    model = get_space("vit").build("vit:p8-e64-d2-h2-m1", in_chans=1, num_classes=10,
+                                   img_size=28).eval()
+    x = torch.randn(3, 1, 28, 28)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    program = torch.export.export(model, (x,), dynamic_shapes=({0: batch},))
+    targets = [str(n.target) for n in program.graph.nodes]
+    assert any("constant_pad" in t or "pad" in t for t in targets)
+    assert not any("upsample" in t or "interpolate" in t for t in targets)
+    assert torch.allclose(program.module()(x), model(x), atol=1e-5)
+    assert program.module()(x[:1]).shape == (1, 10)
+
+
+@pytest.mark.parametrize("name", SPACES)
+def test_example_is_valid_and_documented(name):
+    space = get_space(name)
+    assert space.validate(space.example) == space.example
+    assert space.example in "".join(space.grammar().split())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", SPACES)
+def test_cuda_channels_last_autocast_step(name):
+    # The training loop's CUDA path: channels_last memory format and bf16 autocast.
+    space = get_space(name)
+    model = space.build(space.example, in_chans=3, num_classes=10, img_size=32).cuda()
+    model = model.to(memory_format=torch.channels_last)
+    x = torch.randn(8, 3, 32, 32, device="cuda").to(memory_format=torch.channels_last)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = F.cross_entropy(model(x), torch.arange(8, device="cuda") % 10)
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
