@@ -1,3 +1,38 @@
 """What accuracy a model keeps on non-ideal hardware: N-bit and int8 quantization (torchao PT2E),
 analog in-memory computing with aihwkit (PCM noise, drift, compensation), HWA training and drift
-experiments. Hardware models are applied from outside: ``analog.apply(model, hw)``."""
+experiments. Hardware models are applied from outside: ``analog.apply(model, hw)``.
+
+Public API: ``apply``, ``list_hw``, ``get_hw``, ``evaluate`` -> ``DriftResult``, ``hwa_fit``,
+``parse_time``; coverage of a model on analog tiles: ``coverage``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor, nn
+
+from analog import aimc as _aimc  # noqa: F401  (registers pcm, pcm_ideal, pcm_hwa)
+from analog import quant as _quant  # noqa: F401  (registers fq8, fq4, w4a8, int8)
+from analog.coverage import Coverage, CoverageWarning, coverage
+from analog.drift import AnalogModeWarning, DriftResult, FastPathWarning, TimePoint, evaluate
+from analog.hw import HW, HardwareModel, get_hw, list_hw
+from analog.hwa import HwaOptions, hwa_fit
+from analog.times import format_time, parse_time, parse_times
+
+
+def apply(model: nn.Module, hw: str, *, calib: Tensor | None = None, **overrides: Any) -> nn.Module:
+    """A copy of ``model`` computing on hardware ``hw`` (``list_hw()``; also fqN / wXaY).
+
+    Quantized models and presets with learned input ranges need ``calib`` (training images).
+    ``overrides`` adjust the preset, e.g. ``dac_bits``, ``adc_bits``, ``out_noise``,
+    ``tile_size``, ``compensation`` for analog models (``analog.aimc.AnalogOptions``).
+    """
+    return get_hw(hw).apply(model, calib=calib, **overrides)
+
+
+__all__ = [
+    "HW", "AnalogModeWarning", "Coverage", "CoverageWarning", "DriftResult", "FastPathWarning",
+    "HardwareModel", "HwaOptions", "TimePoint", "apply", "coverage", "evaluate", "format_time",
+    "get_hw", "hwa_fit", "list_hw", "parse_time", "parse_times",
+]

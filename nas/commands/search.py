@@ -1,10 +1,123 @@
-"""`hwnas search` commands."""
+"""`hwnas search`, `hwnas run`, `hwnas pareto`, `hwnas export`, `hwnas report`.
+
+``hwnas run STUDY`` is the main job: search, then export the Pareto models, then the report.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("search", help="(not yet available)")
-    p.set_defaults(func=lambda args: print("hwnas search: not yet available") or 1)
+    for name, helptext in (("search", "run or resume a search study"),
+                           ("run", "search, export the Pareto models, write the report")):
+        p = sub.add_parser(name, help=helptext, description=helptext)
+        _search_args(p)
+        p.set_defaults(func=_search, export=name == "run", report=name == "run")
+        if name == "search":
+            p.add_argument("--export", action="store_true", help="export the front afterwards")
+            p.add_argument("--report", action="store_true", help="write report.html afterwards")
+    p = sub.add_parser("pareto", help="print a study's Pareto front and hypervolume")
+    p.add_argument("study_dir", help="runs/<study>")
+    p.set_defaults(func=_pareto)
+    p = sub.add_parser("export", help="export every Pareto model (checkpoint, ONNX, card)")
+    p.add_argument("study_dir", help="runs/<study>")
+    p.add_argument("--top", type=int, help="at most this many models")
+    p.add_argument("--no-onnx", dest="onnx", action="store_false", default=None)
+    p.set_defaults(func=_export)
+    p = sub.add_parser("report", help="write runs/<study>/report.html with its figures")
+    p.add_argument("study_dir", help="runs/<study>")
+    p.set_defaults(func=_report)
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("study", help="a study name in studies/ (e.g. quickstart) or a YAML path")
+    p.add_argument("--out", default="runs", help="folder for runs/<study> (default: runs)")
+    p.add_argument("--workers", type=int, help="worker processes on this machine (optuna)")
+    p.add_argument("--backend", choices=("optuna", "ray"))
+    p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--cpus-per-trial", type=float)
+    p.add_argument("--gpus-per-trial", type=float, help="fractions share a GPU, e.g. 0.25")
+    p.add_argument("--max-concurrent", type=int, help="Ray trials at once")
+    p.add_argument("--n-trials", type=int, help="complete trials wanted (earlier runs count)")
+    p.add_argument("--timeout", type=float, help="seconds for this run")
+    p.add_argument("--storage", help="RDB URL shared by workers (default sqlite in the run dir)")
+    p.add_argument("--sampler", help="sampler name (default: the study's)")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--check", action="store_true", help="validate and print the config only")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    return {"workers": args.workers, "backend": args.backend, "ray.address": args.address,
+            "ray.cpus_per_trial": args.cpus_per_trial, "ray.gpus_per_trial": args.gpus_per_trial,
+            "ray.max_concurrent": args.max_concurrent, "n_trials": args.n_trials,
+            "timeout": args.timeout, "storage": args.storage, "sampler.name": args.sampler,
+            "seed": args.seed}
+
+
+def _search(args: argparse.Namespace) -> int:
+    import yaml
+
+    from nas.config import load_study
+    from nas.run import run_search
+
+    cfg = load_study(args.study, _overrides(args))
+    if args.check:
+        print(yaml.safe_dump(cfg.dump(), sort_keys=False))
+        return 0
+    study_dir = run_search(cfg, out_root=args.out, progress=args.progress)
+    _print_front(study_dir)
+    if args.export:
+        _export(argparse.Namespace(study_dir=study_dir, top=None, onnx=None))
+    if args.report:
+        _report(argparse.Namespace(study_dir=study_dir))
+    return 0
+
+
+def _print_front(study_dir: Path) -> None:
+    from nas import store, summary
+
+    cfg, study, _ = store.load_dir(study_dir)
+    front = summary.front(cfg, study)
+    table = Table(title=f"{cfg.name}: Pareto front ({len(front.trials)} models, "
+                        f"{front.n_feasible} feasible of {front.n_complete} complete)")
+    for col in ("trial", "arch", *front.keys):
+        table.add_column(col, overflow="fold")
+    for t in front.trials:
+        table.add_row(str(t.number), t.user_attrs.get("arch", ""),
+                      *[f"{v:.4g}" for v in t.values])
+    console = Console()
+    console.print(table)
+    if not front.n_feasible:
+        budgets = "; ".join(f"{c.metric} in [{c.min}, {c.max}]" for c in cfg.constraints)
+        console.print(f"no feasible trial yet (budgets: {budgets}); study in {study_dir}")
+        return
+    ref = ", ".join(f"{k}={v:.4g}" for k, v in zip(front.keys, front.reference, strict=True))
+    console.print(f"hypervolume {front.hypervolume:.6g} (reference {ref}); study in {study_dir}")
+
+
+def _pareto(args: argparse.Namespace) -> int:
+    _print_front(Path(args.study_dir))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from nas.export_study import export_study
+
+    rows = export_study(args.study_dir, top=args.top, onnx=args.onnx)
+    bad = [r for r in rows if r.get("onnx_ok") is False]
+    print(f"exported {len(rows)} model(s) to {Path(args.study_dir) / 'pareto'}"
+          + (f"; ONNX check FAILED for {len(bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from nas.report import write_report
+
+    print(f"report: {write_report(args.study_dir)}")
+    return 0

@@ -1,0 +1,257 @@
+"""Accuracy under a hardware model, per drift time, as mean +- std over seeded repeats.
+
+The drift experiment follows aihwkit's protocol: the model in eval mode; for each repeat
+``program_analog_weights()`` (fresh programming noise; aihwkit re-programs on drift only when
+nothing was programmed, so without it all repeats would share one draw), then
+``drift_analog_weights(t)`` and a test-set pass for each time ``t``. Repeat ``r`` seeds torch
+(device noise) and the fast path's periphery RNG with ``seed_for(seed, r)``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from analog.coverage import coverage, warn_if_partial
+from analog.fast import FastAnalogModel, fast_unsupported
+from analog.hw import HardwareModel, get_hw
+from analog.times import format_time, parse_times
+from common.errors import ConfigError, Problem
+
+
+class FastPathWarning(UserWarning):
+    """The fast analog path cannot emulate this configuration; aihwkit is used instead."""
+
+
+class AnalogModeWarning(UserWarning):
+    """An analog model was handed over in train mode and is switched to eval mode."""
+
+
+@dataclass
+class TimePoint:
+    """Accuracy at one drift time over all repeats (``acc_std`` is the sample std)."""
+
+    t: float
+    label: str
+    acc_mean: float
+    acc_std: float
+    accs: list[float]
+
+
+@dataclass
+class DriftResult:
+    """Accuracies of one model under one hardware model, one ``TimePoint`` per drift time.
+
+    ``coverage``: share of weights/MACs on analog tiles (0 for digital and quantized models).
+    ``path``: ``digital``, ``quant``, ``fast`` (validated emulation) or ``aihwkit`` (its tiles).
+    """
+
+    hw: str
+    path: str
+    points: list[TimePoint]
+    coverage: dict[str, Any]
+    repeats: int
+    seed: int
+    compensation: bool
+    seconds: float
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def times(self) -> list[float]:
+        return [p.t for p in self.points]
+
+    @property
+    def acc_mean(self) -> list[float]:
+        return [p.acc_mean for p in self.points]
+
+    @property
+    def acc_std(self) -> list[float]:
+        return [p.acc_std for p in self.points]
+
+    @property
+    def accs(self) -> list[list[float]]:
+        return [p.accs for p in self.points]
+
+    def at(self, t: float | str) -> TimePoint:
+        seconds = parse_times([t])[0]
+        for point in self.points:
+            if math.isclose(point.t, seconds):
+                return point
+        raise ConfigError.one("drift time", f"must be one of {[p.label for p in self.points]}",
+                              t, "ask for a time that was evaluated")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per time (for CSV/DataFrames)."""
+        return [{"hw": self.hw, "path": self.path, "t_s": p.t, "t": p.label,
+                 "acc_mean": p.acc_mean, "acc_std": p.acc_std, "repeats": len(p.accs),
+                 "compensation": self.compensation,
+                 "weight_fraction": self.coverage.get("weight_fraction"),
+                 "mac_fraction": self.coverage.get("mac_fraction")} for p in self.points]
+
+
+def seed_for(seed: int, repeat: int) -> int:
+    """Distinct seeds for (seed, repeat) pairs, so runs with different seeds never overlap."""
+    return (seed * 1_000_003 + repeat) % (2**63)
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, x: Tensor, y: Tensor, *, batch_size: int = 500,
+             device: str | torch.device = "cpu") -> float:
+    """Top-1 accuracy of ``model`` on (x, y), in batches, without switching modes."""
+    correct = 0
+    for start in range(0, len(x), batch_size):
+        logits = model(x[start:start + batch_size].to(device))
+        correct += int((logits.argmax(-1).cpu() == y[start:start + batch_size]).sum())
+    return correct / max(len(x), 1)
+
+
+def is_aihwkit_model(model: nn.Module) -> bool:
+    from aihwkit.nn.modules.base import AnalogLayerBase
+
+    return any(isinstance(m, AnalogLayerBase) for m in model.modules())
+
+
+@torch.no_grad()
+def program_and_drift(model: nn.Module, t: float, *, reprogram: bool) -> None:
+    """aihwkit/fast drift step; refuses a model in train mode (aihwkit would apply training
+    modifiers and skip drift compensation in its forward)."""
+    if model.training:
+        raise ConfigError.one(
+            "analog model mode", "drift evaluation needs eval mode", "train",
+            "call model.eval() first (analog.evaluate does it for you)")
+    if reprogram:
+        model.program_analog_weights()
+    model.drift_analog_weights(t)
+
+
+def _problems(x: Tensor, y: Tensor, repeats: int) -> list[Problem]:
+    problems = []
+    if len(x) != len(y) or len(x) == 0:
+        problems.append(Problem("evaluation data", "x and y must be non-empty and equally long",
+                                (len(x), len(y)), "pass matching test images and labels"))
+    if not isinstance(repeats, int) or repeats < 1:
+        problems.append(Problem("repeats", "must be an integer >= 1", repeats,
+                                "use >= 10 for a mean +- std worth reporting"))
+    return problems
+
+
+def _parse_all(times: Iterable[str | float], x: Tensor, y: Tensor,
+               repeats: int) -> list[float]:
+    """Drift times in seconds; every problem with the arguments is raised at once."""
+    problems, seconds = _problems(x, y, repeats), []
+    try:
+        seconds = parse_times(list(times))
+    except ConfigError as err:
+        problems = err.problems + problems
+    if problems:
+        raise ConfigError(problems)
+    return seconds
+
+
+def _calib(hw: HardwareModel, x: Tensor, calib: Tensor | None, needed: bool) -> Tensor | None:
+    if calib is not None or not needed:
+        return calib
+    warnings.warn(f"{hw.name}: no calib= images given; calibrating on the first 256 evaluation "
+                  "images (pass training images to keep the test set unseen)", stacklevel=3)
+    return x[:256]
+
+
+def _deterministic(model, x, y, hw, times, calib, batch_size, device, options) -> DriftResult:
+    start = time.perf_counter()
+    applied = hw.apply(model, calib=_calib(hw, x, calib, hw.needs_calibration), **options)
+    applied = applied.to(device)
+    acc = accuracy(applied, x, y, batch_size=batch_size, device=device)
+    points = [TimePoint(t, format_time(t), acc, 0.0, [acc]) for t in times]
+    return DriftResult(hw.name, hw.kind, points, {"weight_fraction": 0.0, "mac_fraction": 0.0},
+                       1, 0, False, time.perf_counter() - start, dict(options))
+
+
+def _analog_model(model, hw, x, calib, fast, device, options, notes) -> tuple[nn.Module, str]:
+    if is_aihwkit_model(model):
+        if model.training:
+            warnings.warn("analog.evaluate got an aihwkit model in train mode; switching it to "
+                          "eval mode (train mode applies weight modifiers and skips drift "
+                          "compensation)", AnalogModeWarning, stacklevel=3)
+        return model.eval(), "aihwkit"
+    rpu = hw.rpu_config(**options)
+    reasons = fast_unsupported(model, rpu)
+    if fast and not reasons:
+        warn_if_partial(coverage(model, x[:1]), model, hw.name)
+        return FastAnalogModel(model, rpu, device=device).eval(), "fast"
+    if fast:
+        note = f"{hw.name}: fast path cannot emulate {', '.join(reasons)}; using aihwkit tiles"
+        warnings.warn(note, FastPathWarning, stacklevel=3)
+        notes.append(note)
+    calib = _calib(hw, x, calib, rpu.pre_post.input_range.enable)
+    return hw.apply(model, calib=calib, **options).to(device), "aihwkit"
+
+
+def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
+             times: Iterable[str | float] = (0.0,), repeats: int = 1, seed: int = 0,
+             compensation: bool = True, fast: bool = True, calib: Tensor | None = None,
+             batch_size: int = 500, device: str = "cpu",
+             options: dict[str, Any] | None = None) -> DriftResult:
+    """Accuracy of the digital ``model`` on (x, y) under hardware model ``hw``.
+
+    ``times``: drift times (``"1d"``, seconds...). ``repeats``: fresh programming per repeat
+    (analog only; digital and quantized models are deterministic and run once).
+    ``compensation``: global drift compensation on/off. ``fast``: use the validated torch
+    emulation of aihwkit (falls back to aihwkit with a ``FastPathWarning`` when it cannot
+    emulate the config). ``calib``: training images for quantizer/input-range calibration.
+    ``options``: hardware-model overrides (e.g. ``{"adc_bits": 8}``, see ``AnalogOptions``).
+    The caller's ``model`` is never modified, except an aihwkit model passed in directly.
+    """
+    hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
+    seconds = _parse_all(times, x, y, repeats)
+    options = dict(options or {})
+    if hw_model.kind != "analog":
+        return _deterministic(model, x, y, hw_model, seconds, calib, batch_size, device, options)
+    options.setdefault("compensation", compensation)
+    start, notes = time.perf_counter(), []
+    cov = None
+    if is_aihwkit_model(model):
+        notes.append("coverage unknown: the model was converted before; pass the digital model")
+    else:
+        cov = coverage(model, x[:1])
+    analog, path = _analog_model(model, hw_model, x, calib, fast, device, options, notes)
+    accs = [[0.0] * repeats for _ in seconds]
+    for r in range(repeats):
+        with torch.random.fork_rng(devices=_cuda_devices(device)):
+            torch.manual_seed(seed_for(seed, r))
+            if path == "fast":
+                analog.manual_seed(seed_for(seed, r))
+            for i, t in enumerate(seconds):
+                program_and_drift(analog, t, reprogram=(i == 0))
+                accs[i][r] = accuracy(analog, x, y, batch_size=batch_size, device=device)
+    points = [TimePoint(t, format_time(t), _mean(a), _std(a), a)
+              for t, a in zip(seconds, accs, strict=True)]
+    return DriftResult(hw_model.name, path, points, cov.as_dict() if cov else {}, repeats, seed,
+                       bool(options["compensation"]), time.perf_counter() - start, options,
+                       notes)
+
+
+def _cuda_devices(device: str) -> list[int]:
+    dev = torch.device(device)
+    return [dev.index or 0] if dev.type == "cuda" else []
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _std(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    mean = _mean(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))

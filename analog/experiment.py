@@ -1,0 +1,146 @@
+"""The standard analog experiment: accuracy vs. drift time, with and without HWA training,
+next to digital and quantized references. ``hwnas analog-eval`` is a thin shell around it."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from torch import nn
+
+from analog.drift import DriftResult, evaluate
+from analog.hw import get_hw
+from analog.hwa import HwaOptions, hwa_fit
+from analog.times import parse_times
+from common.errors import ConfigError, Problem
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentConfig:
+    """One drift experiment; saved with its results."""
+
+    hw: str = "pcm"
+    """Analog hardware model for the drift curves (``hwnas analog list``)."""
+    times: tuple[str, ...] = ("1s", "1h", "1d", "30d", "1y")
+    repeats: int = 10
+    """Programming repeats per curve (fresh noise, seeded)."""
+    seed: int = 0
+    compensation: bool = True
+    """Global drift compensation for the main curves."""
+    compare_compensation: bool = False
+    """Also draw each curve with the other compensation setting."""
+    hwa_epochs: float = 0.0
+    """> 0: also fine-tune a copy with HWA training for this many epochs and draw its curve."""
+    hwa_lr: float | None = None
+    """Peak learning rate of the HWA fine-tuning (default: a tenth of the training default)."""
+    hwa_options: HwaOptions = field(default_factory=HwaOptions)
+    references: tuple[str, ...] = ("digital", "fq8", "int8")
+    """Deterministic hardware models drawn as horizontal lines."""
+    fast: bool = True
+    """Validated torch emulation of aihwkit (False: aihwkit's own tiles)."""
+    calib_size: int = 512
+    """Training images used to calibrate quantizers and input ranges."""
+    batch_size: int = 500
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        problems: list[Problem] = []
+        checks = [("hw", lambda: get_hw(self.hw)), ("times", lambda: parse_times(list(self.times))),
+                  *((f"reference {r}", lambda r=r: get_hw(r)) for r in self.references)]
+        failed = set()
+        for name, check in checks:
+            try:
+                check()
+            except ConfigError as err:
+                problems += err.problems
+                failed.add(name)
+        if "hw" not in failed and get_hw(self.hw).kind != "analog":
+            problems.append(Problem("hw", "must be an analog hardware model for drift curves",
+                                    self.hw, "use pcm (or see `hwnas analog list`)"))
+        if not isinstance(self.repeats, int) or self.repeats < 1:
+            problems.append(Problem("repeats", "must be an integer >= 1", self.repeats,
+                                    "use >= 10 for figures"))
+        if not self.hwa_epochs >= 0:
+            problems.append(Problem("hwa_epochs", "must be >= 0", self.hwa_epochs,
+                                    "use 0 to skip HWA training"))
+        if problems:
+            raise ConfigError(problems)
+
+
+@dataclass
+class Curve:
+    label: str
+    hwa: bool
+    result: DriftResult
+
+
+@dataclass
+class ExperimentResult:
+    config: ExperimentConfig
+    curves: list[Curve]
+    references: dict[str, DriftResult]
+    hwa_fit: dict[str, Any] | None
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"config": asdict(self.config), "seconds": self.seconds, "hwa_fit": self.hwa_fit,
+                "references": {k: v.as_dict() for k, v in self.references.items()},
+                "curves": [{"label": c.label, "hwa": c.hwa, **c.result.as_dict()}
+                           for c in self.curves]}
+
+
+def _curves(model: nn.Module, data, cfg: ExperimentConfig, *, hwa: bool,
+            log: Callable[[str], None]) -> list[Curve]:
+    settings = [cfg.compensation] + ([not cfg.compensation] if cfg.compare_compensation else [])
+    out = []
+    for comp in settings:
+        label = cfg.hw + (" + HWA" if hwa else "") + ("" if comp else " (no compensation)")
+        result = evaluate(model, data.x_test, data.y_test, cfg.hw, times=cfg.times,
+                          repeats=cfg.repeats, seed=cfg.seed, compensation=comp, fast=cfg.fast,
+                          calib=data.x_train[:cfg.calib_size], batch_size=cfg.batch_size,
+                          device=cfg.device)
+        log(f"{label:<34} " + "  ".join(f"{p.label}: {100 * p.acc_mean:.2f}+-"
+                                        f"{100 * p.acc_std:.2f}" for p in result.points)
+            + f"  [{result.path}, {result.seconds:.1f} s]")
+        out.append(Curve(label, hwa, result))
+    return out
+
+
+def _hwa_model(model: nn.Module, data, cfg: ExperimentConfig, fit_cfg):
+    from train.loop import FitConfig
+
+    base = asdict(fit_cfg) if fit_cfg is not None else {}
+    base.update(epochs=cfg.hwa_epochs, steps=None, device=cfg.device, seed=cfg.seed)
+    base["lr"] = cfg.hwa_lr if cfg.hwa_lr is not None else (base.get("lr") or 0.1) / 10
+    tuned = copy.deepcopy(model)
+    result = hwa_fit(tuned, data, cfg.hw, FitConfig(**base), options=cfg.hwa_options)
+    return tuned, {"val_acc": result.val_acc, "epochs": result.epochs, "steps": result.steps,
+                   "seconds": result.seconds, "lr": base["lr"],
+                   "options": asdict(cfg.hwa_options)}
+
+
+def run_experiment(model: nn.Module, data, cfg: ExperimentConfig, *, fit_cfg=None,
+                   log: Callable[[str], None] = print) -> ExperimentResult:
+    """References, drift curves of ``model`` and, with ``hwa_epochs``, of an HWA-tuned copy.
+
+    ``data`` is a ``train.data.DataSplits``; ``fit_cfg`` the digital ``FitConfig`` whose
+    settings the HWA fine-tuning reuses (epochs and learning rate replaced).
+    """
+    start = time.perf_counter()
+    refs = {}
+    for name in cfg.references:
+        refs[name] = evaluate(model, data.x_test, data.y_test, name,
+                              calib=data.x_train[:cfg.calib_size], batch_size=cfg.batch_size,
+                              device=cfg.device)
+        log(f"{name:<34} {100 * refs[name].acc_mean[0]:.2f}")
+    curves = _curves(model, data, cfg, hwa=False, log=log)
+    hwa_info = None
+    if cfg.hwa_epochs > 0:
+        tuned, hwa_info = _hwa_model(model, data, cfg, fit_cfg)
+        log(f"HWA fine-tuning: {cfg.hwa_epochs:g} epochs, val acc "
+            f"{100 * hwa_info['val_acc']:.2f}, {hwa_info['seconds']:.1f} s")
+        curves += _curves(tuned, data, cfg, hwa=True, log=log)
+    return ExperimentResult(cfg, curves, refs, hwa_info, time.perf_counter() - start)

@@ -1,0 +1,308 @@
+"""Fast analog evaluation: aihwkit's statistical PCM model on dense torch kernels.
+
+aihwkit's C++ tile runs every input vector through its own loop and is 4-10x slower than the
+digital model on CPU. Here the same steps run batched in torch, and the device model is
+aihwkit's own code:
+
+* each layer's weight matrix is split into tiles like ``TileModuleArray`` and scaled like
+  ``apply_weight_scaling`` (``weight_scaling_omega``, column-wise or not);
+* programming noise, drift coefficients, drift and 1/f read noise come from the rpu config's
+  noise model (``apply_programming_noise`` / ``apply_drift_noise``), called on the same tiles
+  in the same order, so with the same torch seed the device weights are aihwkit's, bit for bit;
+* drift compensation reads each tile out with one-hot inputs through the emulated periphery
+  and uses the compensation object's own ``readout``/``apply``;
+* the periphery (``analog.periphery.IOModel``) is RPUCuda's per-vector forward, batched.
+  Its output noise comes from the model's own generator, as the C++ tile has its own RNG.
+
+Conv inputs are never unfolded with im2col: patches are a strided view of the padded input,
+the abs-max of every patch is a max-pool of the channel-wise abs-max, and the only copy made is
+the scaled DAC input that feeds the matrix product. Only what the emulation covers is accepted:
+``fast_unsupported`` lists the rest, and ``analog.evaluate`` then falls back to aihwkit.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from analog.coverage import is_mappable
+from analog.periphery import IOModel, unsupported
+
+CHUNK_ELEMENTS = 1 << 18  # input-vector floats per chunk on CPU (1 MiB: stays in the caches)
+
+
+def layer_unsupported(module: nn.Module) -> str | None:
+    if isinstance(module, nn.Linear):
+        return None
+    if isinstance(module, nn.Conv2d):
+        if module.padding_mode != "zeros":
+            return f"Conv2d padding_mode={module.padding_mode!r}"
+        return None
+    return f"{type(module).__name__} (the fast path emulates Linear and Conv2d)"
+
+
+def fast_unsupported(model: nn.Module, rpu) -> list[str]:
+    """Everything about ``model`` and ``rpu`` that keeps the fast path from emulating aihwkit."""
+    layers = {r for m in model.modules() if is_mappable(m) and (r := layer_unsupported(m))}
+    return unsupported(rpu) + sorted(layers)
+
+
+def split_sizes(size: int, max_size: int) -> list[int]:
+    """Tile split of one dimension, as aihwkit's ``TileModuleArray.get_split_sizes``."""
+    if max_size <= 0:
+        return [size]
+    n = (size + max_size - 1) // max_size
+    base, extra = divmod(size, n)
+    return [base + (i < extra) for i in range(n)]
+
+
+class FastTile:
+    """One crossbar: mapped weights, their programmed/drifted copies and the output scales."""
+
+    def __init__(self, weight: Tensor, rpu, io: IOModel):
+        self.rpu, self.io = rpu, io
+        mapping, scales = rpu.mapping, None
+        if mapping.weight_scaling_omega and mapping.weight_scaling_omega > 0:
+            # as TileWithPeriphery.apply_weight_scaling
+            if mapping.weight_scaling_columnwise:
+                wmax = weight.abs().amax(dim=1, keepdim=True)
+            else:
+                wmax = weight.abs().max().view(1, 1)
+            scales = wmax / mapping.weight_scaling_omega
+            scales[scales == 0.0] = 1.0
+            weight = weight / scales
+        self.reference = weight.contiguous()
+        self.weight = self.reference
+        self.scales = None if scales is None else scales.view(-1)
+        self.alpha: Tensor | float = 1.0
+        self.programmed: Tensor | None = None
+        self.nu: list[Tensor] | None = None
+        self.baseline: Tensor | None = None
+
+    def _readout(self, gen: torch.Generator) -> Tensor:
+        """Tile output for the compensation's read-out vectors, (n_vectors, out) like aihwkit."""
+        eye = self.rpu.drift_compensation.get_readout_tensor(self.weight.shape[1])
+        return self.io.mvm(eye.to(self.weight).T.unsqueeze(0), self.weight, gen)[0].T
+
+    def program(self, gen: torch.Generator) -> None:
+        self.programmed, self.nu = self.rpu.noise_model.apply_programming_noise(self.reference)
+        self.weight, self.alpha = self.programmed, 1.0
+        if self.rpu.drift_compensation is not None:
+            self.baseline = self.rpu.drift_compensation.readout(self._readout(gen))
+
+    def drift(self, t: float, gen: torch.Generator) -> None:
+        if self.programmed is None:
+            self.program(gen)
+        self.weight = self.rpu.noise_model.apply_drift_noise(self.programmed, self.nu, t)
+        if self.rpu.drift_compensation is not None:
+            self.alpha = self.rpu.drift_compensation.apply(self._readout(gen), self.baseline)
+
+    def out_scale(self) -> Tensor | float:
+        """Digital factor per output: drift compensation times the mapping scale."""
+        scale: Tensor | float = self.alpha if self.rpu.drift_compensation is not None else 1.0
+        if isinstance(scale, Tensor):
+            scale = scale.reshape(-1)
+        return scale if self.scales is None else self.scales * scale
+
+    def effective_weight(self) -> Tensor:
+        scale = self.out_scale()
+        return self.weight * (scale.view(-1, 1) if isinstance(scale, Tensor) else scale)
+
+
+class _Patches:
+    """Conv input vectors as a strided view (n, C, kh, kw, Ho, Wo) of the zero-padded input."""
+
+    def __init__(self, layer: nn.Conv2d, x: Tensor):
+        if isinstance(layer.padding, str):
+            pads = layer._reversed_padding_repeated_twice if layer.padding == "same" else (0,) * 4
+        else:
+            pads = (layer.padding[1], layer.padding[1], layer.padding[0], layer.padding[0])
+        self.xp = F.pad(x, pads) if any(pads) else x
+        (kh, kw), (dh, dw), (sh, sw) = layer.kernel_size, layer.dilation, layer.stride
+        view = self.xp.unfold(2, dh * (kh - 1) + 1, sh).unfold(3, dw * (kw - 1) + 1, sw)
+        view = view[..., ::dh, ::dw]  # (n, C, Ho, Wo, kh, kw)
+        self.view = view.permute(0, 1, 4, 5, 2, 3)
+        self.n, _, _, _, self.ho, self.wo = self.view.shape
+        self.pool = {"kernel_size": (kh, kw), "stride": (sh, sw), "dilation": (dh, dw)}
+
+    def scale(self, io: IOModel, c0: int, c1: int) -> Tensor:
+        """Raw noise-management scale of each patch over channels [c0, c1): (n, 1, L)."""
+        if io.nm not in ("ABS_MAX", "MAX"):  # constant: only the shape matters
+            return io.nm_scale(self.xp.new_empty(self.n, 1, self.ho * self.wo))
+        chans = self.xp[:, c0:c1]
+        reduced = (chans.abs() if io.nm == "ABS_MAX" else chans).amax(dim=1, keepdim=True)
+        return F.max_pool2d(reduced, **self.pool).view(self.n, 1, -1)
+
+    def units(self, c0: int, c1: int, factor: Tensor) -> Tensor:
+        """``patch * factor`` written once, contiguous as (n, (c1-c0)*kh*kw, L)."""
+        part = self.view[:, c0:c1]
+        out = torch.empty(part.shape, dtype=part.dtype, device=part.device)
+        torch.mul(part, factor.view(self.n, 1, 1, 1, self.ho, self.wo), out=out)
+        return out.view(self.n, -1, self.ho * self.wo)
+
+    def vectors(self, c0: int, c1: int):
+        def fetch(img: Tensor, pos: Tensor) -> Tensor:
+            sub = self.view[img, c0:c1, :, :, pos // self.wo, pos % self.wo]  # (S, C', kh, kw)
+            return sub.reshape(len(img), -1)
+
+        return fetch
+
+    def columns(self) -> Tensor:
+        """The im2col matrix (n, C*kh*kw, L), for tile splits that cut through a channel."""
+        return self.view.reshape(self.n, -1, self.ho * self.wo)
+
+
+def _out_hw(layer: nn.Conv2d, height: int, width: int) -> tuple[int, int]:
+    if layer.padding == "same":
+        return height, width
+    pad = (0, 0) if layer.padding == "valid" else layer.padding
+    return tuple((size + 2 * pad[i] - layer.dilation[i] * (layer.kernel_size[i] - 1) - 1)
+                 // layer.stride[i] + 1 for i, size in enumerate((height, width)))
+
+
+class FastLayer(nn.Module):
+    """A Linear or Conv2d whose matrix-vector products run on emulated tiles."""
+
+    def __init__(self, layer: nn.Linear | nn.Conv2d, rpu, io: IOModel, owner: FastAnalogModel):
+        super().__init__()
+        self.layer = layer  # keeps shapes, conv settings and the digital bias
+        self._owner = [owner]  # a list, so the parent is not registered as a child module
+        weight = layer.weight.detach().reshape(layer.weight.shape[0], -1)
+        self.in_sizes = split_sizes(weight.shape[1], rpu.mapping.max_input_size)
+        self.out_sizes = split_sizes(weight.shape[0], rpu.mapping.max_output_size)
+        self.tiles = [[FastTile(w_out, rpu, io) for w_out in w_in.split(self.out_sizes, 0)]
+                      for w_in in weight.split(self.in_sizes, 1)]
+        self.io = io
+        per_patch = layer.weight[0, 0].numel() if isinstance(layer, nn.Conv2d) else 1
+        bounds = torch.tensor([0, *self.in_sizes]).cumsum(0).tolist()
+        # tiles that start and end on channel boundaries can use the strided patch view
+        self.channel_tiles = [(a // per_patch, b // per_patch)
+                              for a, b in zip(bounds, bounds[1:], strict=False)]
+        self.aligned = all(b % per_patch == 0 for b in bounds)
+
+    def all_tiles(self) -> list[FastTile]:
+        return [tile for row in self.tiles for tile in row]
+
+    def _inputs(self, x: Tensor):
+        """Per tile row: (raw scale, DAC-unit builder, vector fetcher) for the chunk ``x``."""
+        if isinstance(self.layer, nn.Conv2d) and self.aligned:
+            patches = _Patches(self.layer, x)
+            return [(patches.scale(self.io, c0, c1),
+                     lambda f, c0=c0, c1=c1: patches.units(c0, c1, f), patches.vectors(c0, c1))
+                    for c0, c1 in self.channel_tiles], (patches.ho, patches.wo)
+        if isinstance(self.layer, nn.Conv2d):
+            patches = _Patches(self.layer, x)
+            cols, hw = patches.columns(), (patches.ho, patches.wo)
+        else:
+            cols, hw = x.reshape(-1, self.layer.in_features).T.unsqueeze(0), None
+        out = []
+        for part in cols.split(self.in_sizes, 1):
+            out.append((self.io.nm_scale(part), lambda f, part=part: part * f,
+                        lambda i, p, part=part: part[i, :, p]))
+        return out, hw
+
+    def _forward_chunk(self, x: Tensor, dest: Tensor | None) -> Tensor:
+        gen, io = self._owner[0].generator, self.io
+        inputs, hw = self._inputs(x)
+        for (raw, build, fetch), tiles in zip(inputs, self.tiles, strict=True):
+            s, nonpositive = io.finish_scale(raw)
+            units = build(1.0 / (s * io.i_unit))
+            start = 0
+            for tile in tiles:
+                # rounding is idempotent, so tiles of one row may share the DAC buffer
+                shared = units if len(tiles) == 1 or not (io.inp_sto or io.inp_noise > 0) \
+                    else units.clone()
+                y = io.run(tile.weight, gen, s=s, units=shared, vectors=fetch,
+                           nonpositive=nonpositive)
+                if dest is None:
+                    dest = y.new_zeros(y.shape[0], sum(self.out_sizes), y.shape[2])
+                rows = dest[:, start:start + y.shape[1]]
+                scale = tile.out_scale()
+                if isinstance(scale, Tensor):
+                    rows.addcmul_(y, scale.view(1, -1, 1))
+                else:
+                    rows.add_(y, alpha=scale)
+                start += y.shape[1]
+        return dest
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.io.perfect:
+            return self._perfect(x)
+        layer = self.layer
+        bias = None if layer.bias is None else layer.bias.view(1, -1, 1)
+        if isinstance(layer, nn.Linear):
+            out = self._forward_chunk(x, None)[0].T
+            out = out.reshape(*x.shape[:-1], layer.out_features)
+            return out if layer.bias is None else out + layer.bias
+        # chunks of images keep the DAC buffer and its passes in the CPU caches
+        h, w = _out_hw(layer, x.shape[2], x.shape[3])
+        per_image = layer.weight[0].numel() * h * w
+        step = max(1, CHUNK_ELEMENTS // per_image) if x.device.type == "cpu" else len(x)
+        out = x.new_empty(len(x), layer.out_channels, h * w)
+        for i in range(0, len(x), step):
+            dest = out[i:i + step]
+            dest.copy_(bias.expand_as(dest)) if bias is not None else dest.zero_()
+            self._forward_chunk(x[i:i + step], dest)
+        return out.view(len(x), layer.out_channels, h, w)
+
+    def _perfect(self, x: Tensor) -> Tensor:
+        # Ideal periphery: the tiles add up to one dense matrix, so use the digital kernel.
+        weight = torch.cat([torch.cat([t.effective_weight() for t in row], 0)
+                            for row in self.tiles], 1)
+        weight = weight.reshape(self.layer.weight.shape)
+        if isinstance(self.layer, nn.Linear):
+            return F.linear(x, weight, self.layer.bias)
+        return self.layer._conv_forward(x, weight, self.layer.bias)
+
+
+class FastAnalogModel(nn.Module):
+    """A digital model with every mappable layer on emulated aihwkit tiles.
+
+    Mirrors the aihwkit model API used in drift experiments: ``program_analog_weights()``,
+    ``drift_analog_weights(t)``; ``manual_seed(s)`` seeds the periphery (output noise) RNG.
+    """
+
+    def __init__(self, model: nn.Module, rpu, *, device: str | torch.device | None = None):
+        super().__init__()
+        reasons = fast_unsupported(model, rpu)
+        if reasons:
+            raise ValueError(f"fast analog path cannot emulate: {', '.join(reasons)}")
+        self.net = copy.deepcopy(model).eval()
+        if device is not None:
+            self.net.to(device)
+        self.rpu = rpu
+        self.io = IOModel.of(rpu.forward)
+        self.generator = torch.Generator(device=next(self.net.parameters()).device)
+        self._replace(self.net)
+
+    def _replace(self, parent: nn.Module) -> None:
+        for name, child in parent.named_children():
+            if is_mappable(child):
+                setattr(parent, name, FastLayer(child, self.rpu, self.io, self))
+            else:
+                self._replace(child)
+
+    def layers(self) -> list[FastLayer]:
+        return [m for m in self.net.modules() if isinstance(m, FastLayer)]
+
+    def tiles(self) -> list[FastTile]:
+        return [tile for layer in self.layers() for tile in layer.all_tiles()]
+
+    def manual_seed(self, seed: int) -> None:
+        self.generator.manual_seed(seed)
+
+    @torch.no_grad()
+    def program_analog_weights(self) -> None:
+        for tile in self.tiles():
+            tile.program(self.generator)
+
+    @torch.no_grad()
+    def drift_analog_weights(self, t_inference: float = 0.0) -> None:
+        for tile in self.tiles():
+            tile.drift(float(t_inference), self.generator)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)

@@ -1,0 +1,203 @@
+"""The analog tile periphery of aihwkit's ``InferenceRPUConfig`` forward pass, batched in torch.
+
+``IOModel.run`` emulates RPUCuda's ``ForwardBackwardPassIOManaged::forwardVector`` for many
+input vectors at once: per-vector noise management (input scale), DAC rounding and clipping,
+the analog product, additive output noise, ADC rounding and saturation, and iterative bound
+management (a saturated vector runs again at half its input scale until it fits or the
+reduction passes ``max_bm_factor`` / ``max_bm_res``). Vectors run along dim 1 of (B, in, L)
+tensors, so conv patches (L positions per image) need no transpose. Values are kept in DAC/ADC
+units (multiples of the step), which folds several scalings into fewer passes over memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+Vectors = Callable[[Tensor, Tensor], Tensor]
+"""(image index, position index) of S vectors -> the original input vectors, (S, in)."""
+
+
+def unsupported(rpu) -> list[str]:
+    """Features of ``rpu`` (an aihwkit rpu config) that the fast path does not emulate."""
+    from aihwkit.inference.compensation.drift import (
+        GlobalDriftCompensation,
+        PerColumnDriftCompensation,
+    )
+    from aihwkit.simulator.parameters.enums import (
+        AnalogMVType,
+        BoundManagementType,
+        NoiseManagementType,
+        WeightNoiseType,
+    )
+
+    io = rpu.forward
+    checks = {
+        "forward.mv_type other than ONE_PASS": io.mv_type != AnalogMVType.ONE_PASS,
+        "forward.w_noise (per-MVM weight/read noise)": io.w_noise > 0
+        or io.w_noise_type != WeightNoiseType.NONE,
+        "forward.ir_drop": io.ir_drop > 0,
+        "forward.out_nonlinearity": io.out_nonlinearity > 0,
+        "forward.slope_calibration": io.slope_calibration > 0,
+        "forward voltage offsets / r_series": io.v_offset_std > 0 or io.v_offset_w_min > 0
+        or io.r_series > 0,
+        "forward.w_read_asymmetry_dtod": io.w_read_asymmetry_dtod > 0,
+        "forward in/out asymmetry": io.inp_asymmetry != 0 or io.out_asymmetry != 0,
+        "forward.out_noise_std (per-output noise)": io.out_noise_std > 0,
+        "noise management other than NONE/ABS_MAX/MAX/CONSTANT": io.noise_management not in (
+            NoiseManagementType.NONE, NoiseManagementType.ABS_MAX, NoiseManagementType.MAX,
+            NoiseManagementType.CONSTANT),
+        "bound management other than NONE/ITERATIVE": io.bound_management not in (
+            BoundManagementType.NONE, BoundManagementType.ITERATIVE),
+        "pre_post.input_range (learned input ranges)": rpu.pre_post.input_range.enable,
+        "mapping.learn_out_scaling": rpu.mapping.learn_out_scaling,
+        "analog bias (mapping.digital_bias=False)": not rpu.mapping.digital_bias,
+        "drift compensation other than Global/PerColumn": rpu.drift_compensation is not None
+        and type(rpu.drift_compensation) not in (GlobalDriftCompensation,
+                                                 PerColumnDriftCompensation),
+        "modifier.enable_during_test": bool(getattr(rpu.modifier, "enable_during_test", False)),
+    }
+    return [name for name, bad in checks.items() if bad]
+
+
+def _round(v: Tensor, stochastic: bool, gen: torch.Generator) -> Tensor:
+    if stochastic:  # RPUCuda: round(v + U(-0.5, 0.5))
+        v += torch.rand(v.shape, generator=gen, device=v.device, dtype=v.dtype) - 0.5
+    return v.round_()
+
+
+def _step(res: float, bound: float) -> float:
+    """RPUCuda's quantization step: ``res`` > 1 is a number of states, the step spans
+    [-bound, bound]; in float32 as there (ties in the DAC rounding depend on the last bit)."""
+    if res <= 0 or math.isinf(bound):
+        return 0.0
+    res32 = np.float32(1.0 / res if res > 1.0 else res)
+    return float(np.float32(res32 * np.float32(2.0 * bound)))
+
+
+@dataclass(frozen=True)
+class IOModel:
+    """The forward ``IOParameters`` the emulation uses, resolved like RPUCuda does."""
+
+    perfect: bool
+    inp_step: float
+    inp_bound: float
+    inp_noise: float
+    inp_sto: bool
+    out_step: float
+    out_bound: float
+    out_noise: float
+    out_sto: bool
+    nm: str
+    nm_thres: float
+    bm: bool
+    bm_limit: float
+    neg_test: bool
+
+    @classmethod
+    def of(cls, io) -> IOModel:
+        from aihwkit.simulator.parameters.enums import AnalogMVType, BoundManagementType
+
+        inp_bound = io.inp_bound if io.inp_bound > 0 else math.inf
+        out_bound = io.out_bound if io.out_bound > 0 else math.inf
+        inp_step = _step(io.inp_res, inp_bound)
+        max_bm = float(io.max_bm_factor)
+        return cls(
+            perfect=bool(io.is_perfect or io.mv_type == AnalogMVType.IDEAL),
+            inp_step=inp_step, inp_bound=inp_bound, inp_noise=float(io.inp_noise),
+            inp_sto=bool(io.inp_sto_round), out_step=_step(io.out_res, out_bound),
+            out_bound=out_bound, out_noise=float(io.out_noise), out_sto=bool(io.out_sto_round),
+            nm=io.noise_management.name, nm_thres=float(io.nm_thres),
+            bm=io.bound_management != BoundManagementType.NONE,
+            bm_limit=min(max_bm, io.max_bm_res / inp_step) if inp_step > 0 else max_bm,
+            neg_test=bool(io.bm_test_negative_bound))
+
+    @property
+    def i_unit(self) -> float:
+        return self.inp_step if self.inp_step > 0 else 1.0
+
+    @property
+    def o_unit(self) -> float:
+        return self.out_step if self.out_step > 0 else 1.0
+
+    def finish_scale(self, s: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Per-vector scale for the noise management: the thresholds applied, non-positive
+        scales set to 1 (RPUCuda leaves those vectors unscaled); also their mask (or None)."""
+        if self.nm_thres > 0 and self.nm in ("ABS_MAX", "MAX"):
+            s = s.clamp(max=self.nm_thres)
+        nonpositive = s <= 0
+        if not bool(nonpositive.any()):
+            return s, None
+        return torch.where(nonpositive, torch.ones_like(s), s), nonpositive
+
+    def nm_scale(self, x: Tensor) -> Tensor:
+        """Raw per-vector scale of the noise management for ``x`` (B, in, L) -> (B, 1, L)."""
+        if self.nm == "ABS_MAX":
+            return x.abs().amax(dim=1, keepdim=True)  # much faster than vector_norm(inf)
+        if self.nm == "MAX":
+            return x.amax(dim=1, keepdim=True)
+        const = self.nm_thres if (self.nm == "CONSTANT" and self.nm_thres > 0) else 1.0
+        return x.new_full((x.shape[0], 1, *x.shape[2:]), const)
+
+    def _needs_input_clip(self) -> bool:
+        # Abs-max scaling maps every vector into [-1, 1]: clipping at a bound >= 1 is a no-op.
+        return not (self.nm == "ABS_MAX" and self.nm_thres <= 0 and self.inp_bound >= 1)
+
+    def _finish(self, xq: Tensor, w: Tensor, s: Tensor, reduction: float,
+                gen: torch.Generator) -> tuple[Tensor, Tensor]:
+        """DAC, product, ADC for DAC-unit inputs ``xq``: output (B, out, L) and saturation."""
+        i_unit, o_unit = self.i_unit, self.o_unit
+        if self.inp_step > 0:
+            xq = _round(xq, self.inp_sto, gen)
+        bound = self.inp_bound / i_unit
+        if bound < math.inf and self._needs_input_clip():
+            xq = xq.clamp_(-bound, bound)
+        if self.inp_noise > 0:
+            xq += (self.inp_noise / i_unit) * torch.randn(xq.shape, generator=gen, device=xq.device)
+        y = torch.matmul(w * (i_unit / o_unit), xq)
+        if self.out_noise > 0:
+            y = torch.normal(y, self.out_noise / o_unit, generator=gen)
+        if self.out_step > 0:
+            y = _round(y, self.out_sto, gen)
+        bound = self.out_bound / o_unit
+        saturated = (y.abs() if self.neg_test else y).amax(dim=1) > bound
+        if bound < math.inf:
+            y = y.clamp_(-bound, bound)
+        return y.mul_(s * (reduction * o_unit)), saturated
+
+    def run(self, w: Tensor, gen: torch.Generator, *, s: Tensor, units: Tensor,
+            vectors: Vectors, nonpositive: Tensor | None = None) -> Tensor:
+        """Analog ``w @ x`` with ``units = x / (s * i_unit)`` (a buffer it may overwrite) and
+        the per-vector scales ``s`` (B, 1, L); ``vectors`` fetches the original x of the
+        vectors that saturate, for bound management. Returns (B, out, L)."""
+        y, saturated = self._finish(units, w, s, 1.0, gen)
+        reduction = 1.0
+        while self.bm and reduction <= self.bm_limit and bool(saturated.any()):
+            reduction *= 2.0
+            img, pos = saturated.nonzero(as_tuple=True)
+            s_sub = s[img, :, pos].T.unsqueeze(0)  # (1, 1, S)
+            # RPUCuda's order, float for float: the largest input lands exactly on a tie
+            # (0.5 / step = 31.5 for a 7-bit DAC) and must round as it does there.
+            x_sub = vectors(img, pos).T.unsqueeze(0)
+            units_sub = (x_sub * ((1.0 / s_sub) / reduction)).div_(self.i_unit)
+            y_sub, sat_sub = self._finish(units_sub, w, s_sub, reduction, gen)
+            y[img, :, pos] = y_sub[0].T
+            saturated = torch.zeros_like(saturated)
+            saturated[img, pos] = sat_sub[0]
+        if nonpositive is not None and self.inp_noise <= 0:
+            y.masked_fill_(nonpositive, 0.0)  # RPUCuda short-cuts these to an exact zero
+        return y
+
+    def mvm(self, x: Tensor, w: Tensor, gen: torch.Generator) -> Tensor:
+        """``w @ x`` for the vectors along dim 1 of ``x`` (B, in, L); returns (B, out, L)."""
+        if self.perfect:
+            return torch.matmul(w, x)
+        s, nonpositive = self.finish_scale(self.nm_scale(x))
+        units = x * (1.0 / (s * self.i_unit))  # one pass; no input sits on a rounding tie
+        return self.run(w, gen, s=s, units=units, vectors=lambda i, p: x[i, :, p],
+                        nonpositive=nonpositive)

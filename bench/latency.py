@@ -1,0 +1,124 @@
+"""Latency repeatability: one mid-size candidate measured in fresh processes.
+
+Each run starts a new Python process that builds the candidate and calls ``hw_cost.cost_of``
+(no cache hit: ``refresh=True``), so every run pays its own warm-up, allocator and thread-pool
+start, as a search worker does. Reported: the median latency of each run, the coefficient of
+variation (CV) of those medians (target <= 3% on an idle CPU, <= 1% on a GPU), the spread within
+runs, the time spent measuring one candidate (timing alone and the whole ``cost_of``), and the
+load average before and after (other processes on the machine inflate every figure).
+
+    python bench/latency.py                        # 10 runs, mbconv mid-size, 1 thread, CPU
+    python bench/latency.py --device cuda --runs 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+MID_SIZE = {
+    "mbconv": "mb:hs-s16-k3e3c16d2-k5e4c24d2se-k3e4c40d3-k5e6c64d3se-k5e6c96d2se",
+    "resnet": "rn:s24-d2r2c32-d2r2c64-d2r1c96-d1r2c128",
+}
+
+
+def child(args: argparse.Namespace) -> None:
+    import search_spaces  # noqa: F401  imported before the clock: a search worker has it loaded
+    from hw_cost import cost_of
+
+    start = time.perf_counter()
+    r = cost_of(args.space, args.arch, input_shape=args.shape, num_classes=10,
+                device=args.device, batch_size=args.batch, dtype=args.dtype,
+                threads=args.threads, cache=args.cache, refresh=True,
+                max_seconds=args.max_seconds, clock=args.clock)
+    print(json.dumps({"median_ms": r["latency_ms"], "cv": r["latency_cv"],
+                      "p10_ms": r["latency_p10_ms"], "p90_ms": r["latency_p90_ms"],
+                      "repeats": r["latency_repeats"], "stable": r["latency_stable"],
+                      "timing_s": r["latency_seconds"], "cost_of_s": time.perf_counter() - start,
+                      "device": r["provenance"]["device"], "versions": r["provenance"]["versions"],
+                      "git": r["provenance"]["git"]}))
+
+
+def run_fresh(args: argparse.Namespace, cache: str) -> dict:
+    cmd = [sys.executable, __file__, "--child", "--space", args.space, "--arch", args.arch,
+           "--input-shape", ",".join(map(str, args.shape)), "--device", args.device,
+           "--batch", str(args.batch), "--dtype", args.dtype, "--threads", str(args.threads),
+           "--max-seconds", str(args.max_seconds), "--cache", cache, "--clock", args.clock]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def report(args: argparse.Namespace, runs: list[dict], load: tuple[float, float]) -> str:
+    med = np.array([r["median_ms"] for r in runs])
+    cv = med.std() / med.mean()
+    timing, whole = (np.median([r[k] for r in runs]) for k in ("timing_s", "cost_of_s"))
+    lines = [
+        "## hw_cost: latency repeatability (fresh processes)", "",
+        f"Command: `python bench/latency.py --space {args.space} --runs {args.runs} "
+        f"--threads {args.threads} --device {args.device} --clock {args.clock}`", "",
+        f"Device: {runs[0]['device']}; torch {runs[0]['versions']['torch']}; git {runs[0]['git']}",
+        f"Candidate: `{args.arch}` ({args.space}), input {args.shape}, batch {args.batch}, "
+        f"{args.dtype}, {args.threads} thread(s)",
+        f"Load average (1 min) before/after: {load[0]:.2f} / {load[1]:.2f} on {os.cpu_count()} "
+        "cores", "",
+        "| run | median ms | p10 ms | p90 ms | CV within run | repeats | stable | timing s |"
+        " cost_of s |", "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(runs, 1):
+        lines.append(f"| {i} | {r['median_ms']:.3f} | {r['p10_ms']:.3f} | {r['p90_ms']:.3f} | "
+                     f"{r['cv']:.1%} | {r['repeats']} | {r['stable']} | {r['timing_s']:.2f} | "
+                     f"{r['cost_of_s']:.2f} |")
+    lines += ["",
+              f"**CV of the {len(runs)} medians: {cv:.2%}** (max/min ratio "
+              f"{med.max() / med.min():.3f}); median of medians {np.median(med):.3f} ms.",
+              f"Time to measure one candidate: timing {timing:.2f} s, whole cost_of (latency + "
+              f"FLOPs + memory + roofline + analog) {whole:.2f} s (medians over runs).", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--space", default="mbconv", choices=sorted(MID_SIZE))
+    p.add_argument("--arch", default=None)
+    p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--input-shape", default="1,28,28")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--dtype", default="fp32")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-seconds", type=float, default=10.0)
+    p.add_argument("--clock", default="wall", help="wall or thread (CPU time, 1 thread)")
+    p.add_argument("--cache", default=None)
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "hw_cost_latency.md"))
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    args.arch = args.arch or MID_SIZE[args.space]
+    args.shape = tuple(int(d) for d in args.input_shape.split(","))
+    if args.child:
+        child(args)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = args.cache or str(Path(tmp) / "costs.db")  # ceilings measured once, reused
+        before = os.getloadavg()[0]
+        runs = []
+        for i in range(args.runs):
+            runs.append(run_fresh(args, cache))
+            print(f"run {i + 1}: {runs[-1]['median_ms']:.3f} ms", flush=True)
+        text = report(args, runs, (before, os.getloadavg()[0]))
+    print(text)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""``cost_of``: everything a search needs to know about one candidate's cost, measured once.
+
+Builds the candidate from its space and arch string, measures latency, counts static costs,
+places it under the device roofline, estimates its analog mapping cost, and stores the result in
+the cost cache keyed by (space, arch, device fingerprint, batch, dtype, input shape, options).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from torch import nn
+
+from common.errors import ConfigError
+from common.provenance import provenance
+from hw_cost.analog_cost import analog_cost
+from hw_cost.backends import fingerprint_hash, get_backend
+from hw_cost.cache import CostCache, CostKey
+from hw_cost.latency import StopRule, measure_latency
+from hw_cost.options import validate
+from hw_cost.roofline import get_ceilings, roofline_point
+from hw_cost.static import static_costs
+
+CacheArg = CostCache | str | os.PathLike | bool | None
+
+
+def resolve_cache(cache: CacheArg) -> CostCache | None:
+    """None: the default cache (``$HWNAS_CACHE`` or ``~/.cache/hwnas/costs.db``); False: none."""
+    if cache is False:
+        return None
+    if cache is None or cache is True:
+        return CostCache()
+    return cache if isinstance(cache, CostCache) else CostCache(cache)
+
+
+def device_fingerprint(device: str = "cpu", threads: int | None = None) -> dict[str, object]:
+    """The fingerprint a measurement with these settings would record."""
+    backend = get_backend(device)
+    with backend.session(device, threads) as used:
+        return backend.fingerprint(device, used)
+
+
+def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str = "cpu",
+                  batch_size: int = 1, dtype: str = "fp32", channels_last: bool = False,
+                  compile: bool | str = False, threads: int | None = None,
+                  max_seconds: float = 10.0, tile_size: int = 256, cache: CostCache | None = None,
+                  rule: StopRule | None = None, clock: str = "wall") -> dict[str, object]:
+    """Latency, static costs, roofline placement and analog estimate of one built model (flat)."""
+    lat = measure_latency(model, input_shape, device=device, batch_size=batch_size, dtype=dtype,
+                          channels_last=channels_last, compile=compile, threads=threads,
+                          max_seconds=max_seconds, rule=rule, clock=clock)
+    static = static_costs(model, input_shape, batch_size=batch_size, device=device, dtype=dtype)
+    ceilings = get_ceilings(device=device, dtype=dtype, threads=threads, cache=cache, clock=clock)
+    roof = roofline_point(static, lat.median_ms, ceilings)
+    analog = analog_cost(model, input_shape, tile_size=tile_size,
+                         total_macs=static["macs"] // batch_size)
+    return {
+        "latency_ms": lat.median_ms, "latency_p10_ms": lat.p10_ms, "latency_p90_ms": lat.p90_ms,
+        "latency_cv": lat.cv, "latency_repeats": lat.repeats, "latency_stable": lat.stable,
+        "latency_seconds": lat.seconds,
+        **{k: v for k, v in static.items() if k not in ("batch_size", "dtype")},
+        **roof,
+        # The headline analog figures flat (trial attributes), the whole estimate nested.
+        "analog_tiles": analog["tiles"], "analog_weight_fraction": analog["analog_weight_fraction"],
+        "analog_mac_fraction": analog["analog_mac_fraction"],
+        "analog_energy_uj": analog["energy_uj"], "analog_latency_us": analog["latency_us"],
+        "analog": analog,
+        "device": device, "batch_size": batch_size, "dtype": dtype, "threads": lat.threads,
+        "clock": clock,
+        "input_shape": list(input_shape), "channels_last": channels_last, "compile": compile,
+        "fingerprint": lat.fingerprint, "fingerprint_hash": lat.fingerprint_hash,
+    }
+
+
+def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: int,
+            device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
+            channels_last: bool = False, compile: bool | str = False, threads: int | None = None,
+            cache: CacheArg = None, refresh: bool = False, max_seconds: float = 10.0,
+            tile_size: int = 256, rule: StopRule | None = None,
+            clock: str = "wall") -> dict[str, object]:
+    """All costs of ``arch`` from ``space`` (see ``measure_model``), cached.
+
+    A cache hit returns the stored dict with ``cached=True``; ``refresh`` re-measures. Keys
+    include ``latency_ms``, ``macs``, ``params``, ``peak_activation_bytes``, ``bound``,
+    ``analog_tiles``, ``analog_mac_fraction``, ``analog_energy_uj`` and ``provenance``.
+    ``rule`` replaces the default timing stop rule (``max_seconds`` is its time cap);
+    ``clock="thread"`` times CPU time of the one timing thread (see ``options.CLOCKS``).
+    """
+    from search_spaces import get_space
+
+    target = validate(device=device, batch_size=batch_size, dtype=dtype, input_shape=input_shape,
+                      threads=threads, clock=clock)
+    if len(target.input_shape) != 3 or target.input_shape[1] != target.input_shape[2]:
+        raise ConfigError.one("input_shape", "a space builds square images: (C, S, S)",
+                              input_shape, "pass e.g. --input-shape 1,28,28")
+    sp = get_space(space)
+    sp.validate(arch)
+    store = resolve_cache(cache)
+    fingerprint = device_fingerprint(target.device, threads)
+    options = {"num_classes": num_classes, "channels_last": channels_last, "compile": compile,
+               "tile_size": tile_size, "clock": clock}
+    key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, dtype,
+                  target.input_shape, options)
+    if store is not None and not refresh:
+        hit = store.get(key)
+        if hit is not None:
+            return {**hit, "cached": True}
+    model = sp.build(arch, in_chans=target.input_shape[0], num_classes=num_classes,
+                     img_size=target.input_shape[1])
+    result = measure_model(model, target.input_shape, device=target.device,
+                           batch_size=batch_size, dtype=dtype, channels_last=channels_last,
+                           compile=compile, threads=threads, max_seconds=max_seconds,
+                           tile_size=tile_size, cache=store, rule=rule, clock=clock)
+    with get_backend(target.device).session(target.device, threads):  # names the threads used
+        prov = provenance(target.device, options=options)
+    result.update(space=space, arch=arch, features=sp.features(arch), provenance=prov)
+    if store is not None:
+        store.put(key, result)
+        store.put_entry("fingerprint", key.fingerprint, fingerprint)
+    return {**result, "cached": False}

@@ -1,0 +1,167 @@
+"""Latency backends: how to time one call on a device, and what identifies that device.
+
+A backend is registered by name in ``BACKENDS`` (``cpu``, ``cuda``); ``measure_latency`` picks
+one from the device string. Each backend knows whether it is usable here, pins the execution
+context for the measurement (thread count on CPU, current device on CUDA), times calls, and
+returns a fingerprint: the facts that must match before two latency figures may be compared.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol
+
+import torch
+
+from common.errors import Problem
+from common.provenance import cpu_model
+from common.registry import Registry
+
+
+class LatencyBackend(Protocol):
+    name: str
+
+    def availability(self, device: str) -> Problem | None: ...
+
+    def session(self, device: str, threads: int | None) -> Iterator[int]: ...
+
+    def time_ms(self, fn: Callable[[], object], n: int, clock: str = "wall",
+                between: Callable[[], object] | None = None) -> list[float]: ...
+
+    def synchronize(self, device: str) -> None: ...
+
+    def fingerprint(self, device: str, threads: int) -> dict[str, object]: ...
+
+
+BACKENDS: Registry[type[LatencyBackend]] = Registry("latency backend")
+
+
+def fingerprint_hash(fingerprint: dict[str, object]) -> str:
+    """A short stable id of a fingerprint, used in cache keys."""
+    blob = json.dumps(fingerprint, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@BACKENDS.register("cpu")
+class CpuBackend:
+    """Timing with ``perf_counter_ns`` (wall) or ``thread_time_ns`` (CPU time of this thread) at
+    a fixed torch intra-op thread count."""
+
+    name = "cpu"
+
+    def availability(self, device: str) -> Problem | None:
+        return None
+
+    @contextmanager
+    def session(self, device: str, threads: int | None) -> Iterator[int]:
+        # The thread count changes latency more than anything else on CPU: pin it, and put the
+        # caller's setting back afterwards so measuring has no side effect on training.
+        previous = torch.get_num_threads()
+        if threads is not None:
+            torch.set_num_threads(threads)
+        try:
+            yield torch.get_num_threads()
+        finally:
+            torch.set_num_threads(previous)
+
+    def time_ms(self, fn: Callable[[], object], n: int, clock: str = "wall",
+                between: Callable[[], object] | None = None) -> list[float]:
+        now = time.thread_time_ns if clock == "thread" else time.perf_counter_ns
+        out = []
+        for _ in range(n):
+            if between is not None:  # untimed work before each call (cache scrubbing)
+                between()
+            start = now()
+            fn()
+            out.append((now() - start) / 1e6)
+        return out
+
+    def synchronize(self, device: str) -> None:
+        return None
+
+    def fingerprint(self, device: str, threads: int) -> dict[str, object]:
+        return {"backend": "cpu", "device": cpu_model(), "threads": threads,
+                "isa": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__}
+
+
+@functools.cache
+def _nvidia_driver() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10, check=False)
+        return out.stdout.strip().splitlines()[0] if out.stdout.strip() else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+@BACKENDS.register("cuda")
+class CudaBackend:
+    """CUDA-event timing of each call, synchronised on the end event (no host-side guesswork)."""
+
+    name = "cuda"
+
+    def availability(self, device: str) -> Problem | None:
+        if not torch.cuda.is_available():
+            return Problem("device", "CUDA asked on a CPU machine", device,
+                           "use --device cpu, or run on a machine with an NVIDIA GPU")
+        index = torch.device(device).index or 0
+        if index >= torch.cuda.device_count():
+            return Problem("device", f"only {torch.cuda.device_count()} CUDA device(s) here",
+                           device, "pick an index below the device count")
+        return None
+
+    @contextmanager
+    def session(self, device: str, threads: int | None) -> Iterator[int]:
+        with CpuBackend().session("cpu", threads) as n, torch.cuda.device(torch.device(device)):
+            yield n
+
+    def time_ms(self, fn: Callable[[], object], n: int, clock: str = "wall",
+                between: Callable[[], object] | None = None) -> list[float]:
+        out = []  # options.validate allows only the wall clock (events) here
+        for _ in range(n):
+            if between is not None:  # enqueued before the start event: not timed
+                between()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            out.append(start.elapsed_time(end))
+        return out
+
+    def synchronize(self, device: str) -> None:
+        torch.cuda.synchronize(torch.device(device))
+
+    def fingerprint(self, device: str, threads: int) -> dict[str, object]:
+        props = torch.cuda.get_device_properties(torch.device(device))
+        return {"backend": "cuda", "device": props.name,
+                "capability": f"{props.major}.{props.minor}", "driver": _nvidia_driver(),
+                "cuda": torch.version.cuda, "memory_gb": round(props.total_memory / 2**30, 1),
+                "torch": torch.__version__}
+
+
+@functools.cache
+def l2_cache_bytes() -> int:
+    """Size of the CPU's level-2 cache (Linux sysfs), 2 MiB when it cannot be read."""
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in sorted(base.glob("index*")):
+        try:
+            if (index / "level").read_text().strip() == "2":
+                text = (index / "size").read_text().strip().upper()
+                scale = {"K": 2**10, "M": 2**20}.get(text[-1], 1)
+                return int(text.rstrip("KM")) * scale
+        except (OSError, ValueError):
+            continue
+    return 2 * 2**20
+
+
+def get_backend(device: str) -> LatencyBackend:
+    return BACKENDS.get(str(device).split(":", 1)[0])()

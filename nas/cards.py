@@ -1,0 +1,135 @@
+"""Model cards: every metric with its hardware model, device and spread, versions, study config.
+
+``trial_card`` gathers what a study trial knows; ``write_card`` writes ``card.json`` and a
+Markdown rendering ``card.md`` of the same content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from optuna.trial import FrozenTrial
+
+from nas.config import StudyConfig
+from nas.objectives import METRICS
+
+_ACC = re.compile(r"^acc_(?P<hw>[A-Za-z0-9_]+?)(?:@(?P<time>[0-9a-z.]+))?$")
+_UNITS = {m.column: m.unit for m in (METRICS.get(n) for n in METRICS.list())}
+_LATENCY = ("latency_ms", "latency_p10_ms", "latency_p90_ms", "latency_cv", "latency_repeats")
+
+
+_SUFFIX = (("_ms", "ms"), ("_us", "us"), ("_uj", "uJ"), ("_bytes", "bytes"),
+           ("_fraction", "fraction"), ("_per_s", "1/s"), ("flops", "FLOP"), ("_seconds", "s"))
+
+
+def _unit(key: str) -> str:
+    return next((unit for suffix, unit in _SUFFIX if key.endswith(suffix)), "")
+
+
+def describe_metric(key: str, value: float, attrs: dict[str, Any], cfg: StudyConfig,
+                    info: dict[str, Any]) -> dict[str, Any]:
+    """What a metric value means: unit, hardware model, drift time, device or data split."""
+    out: dict[str, Any] = {"key": key, "value": value}
+    m = _ACC.match(key)
+    if m:
+        out.update(unit="fraction", hw=m["hw"], time=m["time"] or ("0s" if m["hw"] != "digital"
+                                                                   else None),
+                   split=f"{cfg.data.name} validation (first {cfg.hw_eval.eval_limit or 'all'})")
+        if f"{key}_std" in attrs:
+            out.update(std=attrs[f"{key}_std"], repeats=cfg.hw_eval.repeats)
+        return out
+    out["unit"] = _UNITS.get(key) or _unit(key)
+    for hw in re.findall(r"^([A-Za-z0-9]+)_analog_", key):
+        out["hw"] = hw  # coverage measured by analog.evaluate for that hardware model
+    if key.startswith("latency"):
+        out["device"] = info.get("device_name", cfg.latency.device)
+        out.update(batch_size=cfg.latency.batch_size, dtype=cfg.latency.dtype,
+                   threads=cfg.latency.threads)
+    if key.startswith("analog_"):
+        out["estimate"] = True
+    return out
+
+
+def trial_card(cfg: StudyConfig, trial: FrozenTrial, *, extra: dict | None = None
+               ) -> dict[str, Any]:
+    attrs = dict(trial.user_attrs)
+    info = attrs.get("info") or {}
+    objs = cfg.objectives_resolved()
+    numeric = {k: v for k, v in attrs.items()
+               if isinstance(v, int | float) and not isinstance(v, bool) and not k.endswith("_std")
+               and k != "worker"}
+    card = {
+        "title": f"{cfg.space} {attrs.get('arch')}",
+        "study": cfg.name, "trial": trial.number, "space": cfg.space, "arch": attrs.get("arch"),
+        "objectives": [{"key": o.key, "label": o.label, "direction": o.direction, "value": v}
+                       for o, v in zip(objs, trial.values or [], strict=False)],
+        "budgets": [b.describe() for b in cfg.budgets()],
+        "feasible": attrs.get("feasible", True),
+        "latency": {k: attrs[k] for k in _LATENCY if k in attrs}
+        | {"device": info.get("device_name", cfg.latency.device),
+           "batch_size": cfg.latency.batch_size, "dtype": cfg.latency.dtype,
+           "threads": cfg.latency.threads},
+        "metrics": [describe_metric(k, v, attrs, cfg, info) for k, v in sorted(numeric.items())],
+        "data": cfg.data.model_dump(),
+        "proxy_training": cfg.train.model_dump() | {"seed": cfg.seed},
+        "hw_eval": cfg.hw_eval.model_dump(),
+        "config": cfg.dump(),
+    }
+    return card | (extra or {})
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+def to_markdown(card: dict[str, Any]) -> str:
+    lines = [f"# {card.get('title', 'model')}", ""]
+    for key in ("study", "trial", "space", "arch", "feasible"):
+        if key in card:
+            lines.append(f"- **{key}**: `{card[key]}`")
+    if card.get("objectives"):
+        lines += ["", "## Objectives", "", "| objective | direction | value |", "|---|---|---|"]
+        lines += [f"| {o['label']} | {o['direction']} | {_fmt(o['value'])} |"
+                  for o in card["objectives"]]
+    if card.get("latency"):
+        lat = card["latency"]
+        lines += ["", "## Latency", "", f"median {_fmt(lat.get('latency_ms'))} ms "
+                  f"(p10 {_fmt(lat.get('latency_p10_ms'))}, p90 {_fmt(lat.get('latency_p90_ms'))}"
+                  f", CV {_fmt(lat.get('latency_cv'))}, {lat.get('latency_repeats')} repeats) on "
+                  f"{lat.get('device')}, batch {lat.get('batch_size')}, {lat.get('dtype')}, "
+                  f"{lat.get('threads')} thread(s)"]
+    if card.get("metrics"):
+        lines += ["", "## Every metric", "",
+                  "| metric | value | std | unit | hardware model | drift time | measured on |",
+                  "|---|---|---|---|---|---|---|"]
+        for m in card["metrics"]:
+            where = m.get("device") or m.get("split") or ("estimate" if m.get("estimate") else "")
+            lines.append(f"| {m['key']} | {_fmt(m['value'])} | {_fmt(m.get('std'))} | "
+                         f"{m.get('unit', '')} | {_fmt(m.get('hw'))} | {_fmt(m.get('time'))} | "
+                         f"{where} |")
+    for section in ("test", "onnx", "finalize"):
+        if card.get(section):
+            lines += ["", f"## {section.capitalize()}", "", "```json",
+                      json.dumps(card[section], indent=2, default=str), "```"]
+    prov = card.get("provenance") or {}
+    if prov:
+        lines += ["", "## Provenance", "", f"- device: {prov.get('device')}",
+                  f"- git: {prov.get('git')}", f"- time (UTC): {prov.get('time_utc')}",
+                  "- versions: " + ", ".join(f"{k} {v}" for k, v in
+                                            (prov.get("versions") or {}).items())]
+    if card.get("config"):
+        lines += ["", "## Study config", "", "```yaml",
+                  yaml.safe_dump(card["config"], sort_keys=False).rstrip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def write_card(folder: str | Path, card: dict[str, Any]) -> None:
+    folder = Path(folder)
+    (folder / "card.json").write_text(json.dumps(card, indent=2, default=str))
+    (folder / "card.md").write_text(to_markdown(card))

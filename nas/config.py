@@ -1,0 +1,243 @@
+"""Study files: typed configuration, validated before the first trial, every problem at once.
+
+A study file is YAML (``studies/<name>.yaml``). ``validate_study(raw)`` turns it into a
+``StudyConfig``; pydantic checks types and ranges, then the names are checked against the
+registries (spaces, data sets, hardware models, metrics, samplers). All problems of both kinds
+are raised together in one ``ConfigError``, each with its rule, the value received and the fix.
+The resolved config (defaults filled in) is saved next to the results and in the study storage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from common.errors import ConfigError
+from nas.config_checks import pydantic_problems, registry_problems
+from nas.objectives import METRICS, Budget, Objective, time_label
+
+STUDIES_DIR = Path(__file__).resolve().parents[1] / "studies"
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DataCfg(_Cfg):
+    """Which data set the candidates train and are scored on (``train.data.load_data``)."""
+
+    name: str = "fashion_mnist"
+    root: str | None = None
+    val_fraction: float = Field(0.1, gt=0, lt=1)
+    train_limit: int | None = Field(None, gt=0, description="train images used (proxy budget)")
+    test_limit: int | None = Field(None, gt=0)
+    seed: int = 0
+
+
+class ObjectiveCfg(_Cfg):
+    """One objective: a registered metric; accuracy also names its hardware model and drift time."""
+
+    metric: str
+    direction: Literal["minimize", "maximize"] | None = None
+    hw: str | None = None
+    time: str | float | None = None
+
+
+class ConstraintCfg(_Cfg):
+    """A budget ``min <= metric <= max``; cost metrics are checked before any training."""
+
+    metric: str
+    max: float | None = None
+    min: float | None = None
+    hw: str | None = None
+    time: str | float | None = None
+
+
+class SamplerCfg(_Cfg):
+    name: str = "default"
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class TrainCfg(_Cfg):
+    """Proxy training per trial: the fields of ``train.loop.FitConfig`` (None = its default)."""
+
+    epochs: float = Field(1.0, gt=0)
+    steps: int | None = Field(None, gt=0)
+    batch_size: int = Field(128, gt=0)
+    lr: float | None = Field(None, gt=0)
+    optimizer: Literal["sgd", "adamw"] = "sgd"
+    weight_decay: float | None = Field(None, ge=0)
+    momentum: float | None = Field(None, ge=0, lt=1)
+    label_smoothing: float = Field(0.0, ge=0, lt=1)
+    warmup_epochs: float | None = Field(None, ge=0)
+    augment: bool = True
+    device: str = "cpu"
+    amp: bool = True
+    channels_last: bool = True
+
+
+class HwEvalCfg(_Cfg):
+    """How accuracy under a hardware model is scored."""
+
+    repeats: int = Field(3, gt=0, description="programming-noise draws per drift time")
+    eval_limit: int | None = Field(2000, gt=0, description="validation images scored")
+    hwa_epochs: float = Field(0.0, ge=0, description="hardware-aware fine-tuning (analog hw)")
+    compensation: bool = True
+    fast: bool = True
+
+
+class LatencyCfg(_Cfg):
+    """How latency is measured (``hw_cost.cost_of``)."""
+
+    device: str = "cpu"
+    batch_size: int = Field(1, gt=0)
+    dtype: Literal["fp32", "fp16", "bf16"] = "fp32"
+    threads: int | None = Field(1, gt=0, description="CPU threads while timing (fixed)")
+    max_seconds: float = Field(2.0, gt=0)
+    cache: str | None = Field(None, description="cost cache path (default: hw_cost's)")
+
+
+class RayCfg(_Cfg):
+    address: str | None = None
+    cpus_per_trial: float = Field(1.0, gt=0)
+    gpus_per_trial: float = Field(0.0, ge=0)
+    max_concurrent: int | None = Field(None, gt=0)
+    max_failures: int = Field(1, ge=0, description="retries of a trial whose worker died")
+
+
+class TabularCfg(_Cfg):
+    """Look metrics up in a table instead of training and measuring."""
+
+    path: str
+    key: str = "arch"
+    columns: dict[str, str] = Field(default_factory=dict)
+
+
+class ParetoCfg(_Cfg):
+    reference: dict[str, float] = Field(default_factory=dict)
+
+
+class ExportCfg(_Cfg):
+    top: int | None = Field(None, gt=0, description="export at most this many Pareto models")
+    onnx: bool = True
+    onnx_tolerance: float = Field(1e-4, gt=0)
+
+
+class StudyConfig(_Cfg):
+    """A whole study. Every field has a default except ``name``, ``space`` and ``objectives``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    space: str
+    seed: int = 0
+    n_trials: int = Field(20, gt=0)
+    timeout: float | None = Field(None, gt=0, description="seconds for this run")
+    data: DataCfg = Field(default_factory=DataCfg)
+    objectives: list[ObjectiveCfg] = Field(min_length=1)
+    constraints: list[ConstraintCfg] = Field(default_factory=list)
+    sampler: SamplerCfg = Field(default_factory=SamplerCfg)
+    train: TrainCfg = Field(default_factory=TrainCfg)
+    hw_eval: HwEvalCfg = Field(default_factory=HwEvalCfg)
+    latency: LatencyCfg = Field(default_factory=LatencyCfg)
+    storage: str | None = Field(None, description="RDB URL; default sqlite runs/<name>/study.db")
+    backend: Literal["optuna", "ray"] = "optuna"
+    workers: int = Field(1, gt=0)
+    ray: RayCfg = Field(default_factory=RayCfg)
+    tabular: TabularCfg | None = None
+    pareto: ParetoCfg = Field(default_factory=ParetoCfg)
+    export: ExportCfg = Field(default_factory=ExportCfg)
+    heartbeat_s: int = Field(10, gt=0, description="worker heartbeat; stale after 3x")
+    max_failed: int | None = Field(None, gt=0, description="stop a run after this many failures")
+
+    @field_validator("sampler", mode="before")
+    @classmethod
+    def _sampler_shorthand(cls, v: Any) -> Any:
+        return {"name": v} if isinstance(v, str) else v
+
+    # -- resolved views ---------------------------------------------------------------------
+    def objectives_resolved(self) -> list[Objective]:
+        out = []
+        for o in self.objectives:
+            m = METRICS.get(o.metric)
+            hw = (o.hw or "digital") if m.uses_hw else None
+            out.append(Objective(m, o.direction or m.direction, hw, time_label(o.time)))
+        return out
+
+    def budgets(self) -> list[Budget]:
+        out = []
+        for c in self.constraints:
+            m = METRICS.get(c.metric)
+            hw = (c.hw or "digital") if m.uses_hw else None
+            out.append(Budget(m, max=c.max, min=c.min, hw=hw, time=time_label(c.time)))
+        return out
+
+    def storage_url(self, study_dir: Path) -> str:
+        return self.storage or f"sqlite:///{(study_dir / 'study.db').resolve()}"
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def validate_study(raw: dict[str, Any]) -> StudyConfig:
+    """A typed ``StudyConfig``, or one ``ConfigError`` listing every problem found."""
+    if not isinstance(raw, dict):
+        raise ConfigError.one("study", "must be a mapping of keys to values", type(raw).__name__,
+                              "write the study as YAML keys (see studies/quickstart.yaml)")
+    problems = []
+    cfg = None
+    try:
+        cfg = StudyConfig.model_validate(raw)
+    except ValidationError as err:
+        problems += pydantic_problems(err, StudyConfig)
+    problems += registry_problems(raw, cfg)
+    if problems:
+        raise ConfigError(problems)
+    assert cfg is not None
+    return cfg
+
+
+def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    *path, last = dotted.split(".")
+    node = raw
+    for part in path:
+        if isinstance(node.get(part), str):  # shorthand such as `sampler: nsga2`
+            node[part] = {"name": node[part]}
+        node = node.setdefault(part, {})
+    node[last] = value
+
+
+def find_study(path_or_name: str | Path) -> Path:
+    p = Path(path_or_name)
+    if p.suffix in (".yaml", ".yml") or p.is_file():
+        if p.is_file():
+            return p
+        raise ConfigError.one("study file", "must exist", str(p), "check the path")
+    for folder in (Path.cwd() / "studies", STUDIES_DIR):
+        cand = folder / f"{p.name}.yaml"
+        if cand.is_file():
+            return cand
+    known = sorted(f.stem for f in STUDIES_DIR.glob("*.yaml"))
+    raise ConfigError.one("study", f"must be a YAML path or one of {known}", str(path_or_name),
+                          "pass a study file path or the name of one in studies/")
+
+
+def load_study(path_or_name: str | Path, overrides: dict[str, Any] | None = None) -> StudyConfig:
+    """Read ``studies/<name>.yaml`` (or a path), apply dotted ``overrides``, validate."""
+    path = find_study(path_or_name)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError.one(str(path), "must be valid YAML", str(err).splitlines()[0],
+                              "fix the YAML syntax at the line shown") from None
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(raw, key, value)
+    return validate_study(raw)
+
+
+def save_config(cfg: StudyConfig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(cfg.dump(), sort_keys=False))

@@ -1,0 +1,278 @@
+"""The checks behind ``validate_study``: pydantic errors as ``Problem``s, and registry look-ups.
+
+Registry checks run on the raw mapping (not the typed config) so that a file with a type error
+*and* an unknown space name reports both in one go.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from common.errors import ConfigError, Problem
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# -- pydantic ---------------------------------------------------------------------------------
+def _where(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "study"
+
+
+def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
+    """Field names allowed at ``loc`` (walks nested models), for 'unknown key' fixes."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            break
+        sub = _model_of(field.annotation)
+        if sub is None:
+            break
+        model = sub
+    return sorted(model.model_fields)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _fix(err: dict, model: type[BaseModel]) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"remove it or fix its spelling; allowed here: {_fields_at(model, err['loc'][:-1])}"
+    if kind == "missing":
+        return "add it"
+    if kind in ("literal_error", "enum"):
+        return "use one of the values listed in the rule"
+    if kind.startswith(("greater", "less")):
+        return "change the value to satisfy the bound"
+    if kind == "string_pattern_mismatch":
+        return "use letters, digits, '_', '-' or '.' only"
+    if kind == "too_short":
+        return "give at least one entry"
+    return "write a value of the expected type"
+
+
+def pydantic_problems(err: ValidationError, model: type[BaseModel]) -> list[Problem]:
+    out = []
+    for e in err.errors():
+        value = e.get("input")
+        if isinstance(value, dict) and e["type"] == "missing":
+            value = "(absent)"
+        out.append(Problem(_where(e["loc"]), e["msg"], value, _fix(e, model)))
+    return out
+
+
+# -- registries -------------------------------------------------------------------------------
+@functools.cache
+def _spaces() -> list[str]:
+    from search_spaces import list_spaces
+
+    return list_spaces()
+
+
+@functools.cache
+def _datasets() -> list[str]:
+    from train.data import list_datasets
+
+    return list_datasets()
+
+
+def hw_problem(where: str, name: str) -> Problem | None:
+    """None when ``name`` is a hardware model ``analog.apply`` accepts (incl. generic fqN)."""
+    import analog
+
+    get_hw = getattr(analog, "get_hw", None)
+    if get_hw is None:
+        from analog.hw import get_hw
+    try:
+        get_hw(name)
+        return None
+    except ConfigError as err:
+        p = err.problems[0]
+        return Problem(where, p.rule, name, p.fix)
+
+
+def time_problem(where: str, time: Any) -> Problem | None:
+    from analog import parse_time
+
+    try:
+        parse_time(time)
+        return None
+    except ConfigError as err:
+        p = err.problems[0]
+        return Problem(where, p.rule, time, p.fix)
+
+
+def resolve_path(path: str | Path) -> Path:
+    """A relative data path is tried from the working directory, then from the repo root."""
+    p = Path(path)
+    if p.is_absolute() or p.exists():
+        return p
+    return REPO / p if (REPO / p).exists() else p
+
+
+def _str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _metric_problems(where: str, item: Any) -> list[Problem]:
+    from nas.objectives import METRICS
+
+    if not isinstance(item, dict) or not _str(item.get("metric")):
+        return []
+    name = item["metric"]
+    if name not in METRICS:
+        return [Problem(f"{where}.metric", f"must be one of {METRICS.list()}", name,
+                        "use a registered metric")]
+    m, out = METRICS.get(name), []
+    hw, time = item.get("hw"), item.get("time")
+    if m.uses_hw:
+        if _str(hw) and (p := hw_problem(f"{where}.hw", hw)):
+            out.append(p)
+        if time is not None and (p := time_problem(f"{where}.time", time)):
+            out.append(p)
+    else:
+        for key in ("hw", "time"):
+            if item.get(key) is not None:
+                out.append(Problem(f"{where}.{key}", f"applies to accuracy only, not to {name}",
+                                   item[key], f"remove {key} from this entry"))
+    direction = item.get("direction")
+    if direction in ("minimize", "maximize") and direction != m.direction:
+        out.append(Problem(f"{where}.direction", f"{name} is always to {m.direction}", direction,
+                           f"write direction: {m.direction} or leave it out"))
+    return out
+
+
+def _objective_problems(raw: dict) -> list[Problem]:
+    out, keys = [], {}
+    items = raw.get("objectives")
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        out += _metric_problems(f"objectives[{i}]", item)
+    for i, c in enumerate(raw.get("constraints") or []):
+        out += _metric_problems(f"constraints[{i}]", c)
+        if isinstance(c, dict) and c.get("max") is None and c.get("min") is None:
+            out.append(Problem(f"constraints[{i}]", "needs max or min", c,
+                               "add e.g. `max: 2.0` (a budget)"))
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        key = _objective_key(item)
+        if key is None:
+            continue  # malformed: reported above
+        if key in keys:
+            out.append(Problem(f"objectives[{i}]", "objectives must differ", key,
+                               f"remove the duplicate of objectives[{keys[key]}]"))
+        keys.setdefault(key, i)
+    return out
+
+
+def _objective_key(item: Any) -> str | None:
+    from nas.objectives import METRICS, time_label
+
+    try:
+        m = METRICS.get(item["metric"])
+        hw = (item.get("hw") or "digital") if m.uses_hw else None
+        return m.key(hw, time_label(item.get("time")))
+    except (ConfigError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _resolved_objectives(raw: dict) -> list[str]:
+    return [k for k in map(_objective_key, raw.get("objectives") or []) if k is not None]
+
+
+def _tabular_problems(raw: dict) -> list[Problem]:
+    tab = raw.get("tabular")
+    if not isinstance(tab, dict) or not _str(tab.get("path")):
+        return []
+    from nas.tabular import TabularEvaluator
+
+    try:
+        table = TabularEvaluator(resolve_path(tab["path"]), key=tab.get("key", "arch"),
+                                 columns=tab.get("columns"))
+        keys = _resolved_objectives(raw)
+    except ConfigError as err:
+        return list(err.problems)
+    except (KeyError, TypeError):
+        return []
+    return [Problem("tabular", f"table must have a column for every objective: {key}", key,
+                    "add the column or map it under tabular.columns")
+            for key in keys if not table.has(key)]
+
+
+def _named_problems(raw: dict) -> list[Problem]:
+    from nas.samplers import SAMPLERS, option_problems
+
+    out = []
+    space = raw.get("space")
+    if _str(space) and space not in _spaces():
+        out.append(Problem("space", f"must be one of {_spaces()}", space,
+                           "see `hwnas spaces list`"))
+    data = raw.get("data") or {}
+    name = data.get("name") if isinstance(data, dict) else None
+    if not raw.get("tabular") and _str(name) and name not in _datasets():
+        out.append(Problem("data.name", f"must be one of {_datasets()}", name,
+                           "see `hwnas data list`"))
+    sampler = raw.get("sampler")
+    sampler = {"name": sampler} if _str(sampler) else (sampler or {})
+    if isinstance(sampler, dict) and _str(sampler.get("name")):
+        if sampler["name"] not in SAMPLERS:
+            out.append(Problem("sampler.name", f"must be one of {SAMPLERS.list()}",
+                               sampler["name"], "use a registered sampler"))
+        elif bad := option_problems(sampler["name"], sampler.get("options") or {}):
+            from nas.samplers import option_names
+
+            out.append(Problem("sampler.options", "option names must be known", bad,
+                               f"use some of {option_names(sampler['name'])}"))
+    return out
+
+
+def _run_problems(raw: dict) -> list[Problem]:
+    out = []
+    if raw.get("backend") == "ray" and isinstance(raw.get("workers"), int) and raw["workers"] > 1:
+        out.append(Problem("workers", "applies to the optuna backend only", raw["workers"],
+                           "with backend ray set ray.max_concurrent instead"))
+    storage = raw.get("storage")
+    if _str(storage):
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            backend = make_url(storage).get_backend_name()
+            if backend not in ("sqlite", "postgresql", "mysql"):
+                raise ArgumentError(backend)
+        except ArgumentError:
+            out.append(Problem("storage", "must be an RDB URL (sqlite, postgresql, mysql)",
+                               storage, "e.g. postgresql://user@host/db or sqlite:///study.db"))
+    for section in ("latency", "train"):
+        node = raw.get(section) or {}
+        device = node.get("device") if isinstance(node, dict) else None
+        if _str(device) and device.startswith("cuda") and not _has_cuda():
+            out.append(Problem(f"{section}.device", "CUDA asked on a machine without CUDA",
+                               device, "use device: cpu here, or run on a GPU machine"))
+    return out
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def registry_problems(raw: dict, cfg: Any = None) -> list[Problem]:
+    """Every name in the study checked against its registry, plus cross-field rules."""
+    return (_named_problems(raw) + _objective_problems(raw) + _tabular_problems(raw)
+            + _run_problems(raw))

@@ -1,0 +1,141 @@
+"""The default driver: Optuna studies on an RDB storage, one or many worker processes.
+
+Setup / run / cleanup, in that order:
+
+* setup: resolved config saved to ``runs/<study>/config.yaml``; the study is created in the
+  storage or, when it exists, reused (resume = rerun the same command);
+* run: ``workers`` processes (spawned, each seeded ``seed + index``, each with its share of the
+  CPU threads) call ``study.optimize`` on the same storage until ``n_trials`` trials are
+  COMPLETE in total, counting earlier runs; other machines join by running the same command
+  with the same storage URL. A trial that raises is stored FAIL with its reason and the study
+  goes on; a killed worker's trial turns stale (heartbeat) and is queued again;
+* cleanup: the trials table (``trials.parquet``/``.csv``) is written next to the storage.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from nas import store
+from nas.config import StudyConfig, validate_study
+from nas.evaluate import Evaluator, Outcome
+from nas.progress import StudyProgress
+from nas.samplers import make_sampler
+
+
+def run(cfg: StudyConfig, study_dir: Path, *, workers: int = 1, progress: bool = True
+        ) -> optuna.Study:
+    """Run (or resume) the study until ``cfg.n_trials`` trials are complete."""
+    study = store.create_or_load(cfg, store.open_storage(cfg.storage_url(study_dir)))
+    bar = StudyProgress(study, cfg.n_trials, enabled=progress)
+    with bar:
+        if workers <= 1:
+            _optimize(cfg, study_dir, index=0, threads=None, on_trial=bar.update)
+        else:
+            _run_processes(cfg, study_dir, workers, bar)
+    store.write_trials(study_dir, study)
+    return study
+
+
+def _run_processes(cfg: StudyConfig, study_dir: Path, workers: int, bar: StudyProgress) -> None:
+    ctx = mp.get_context("spawn")  # fresh interpreters: no forked torch/Optuna state
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    procs = [ctx.Process(target=_worker_main, args=(cfg.dump(), str(study_dir), i, threads),
+                         name=f"hwnas-worker-{i}") for i in range(workers)]
+    for p in procs:
+        p.start()
+    try:
+        while any(p.is_alive() for p in procs):
+            bar.update()
+            time.sleep(1.0)
+    finally:
+        for p in procs:
+            p.join()
+    bar.update()
+    bad = [p.exitcode for p in procs if p.exitcode]
+    if bad:
+        raise RuntimeError(f"{len(bad)} worker(s) exited with codes {bad}; see their output")
+
+
+def _worker_main(cfg_raw: dict[str, Any], study_dir: str, index: int, threads: int) -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    _optimize(validate_study(cfg_raw), Path(study_dir), index=index, threads=threads)
+
+
+def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | None,
+              on_trial: Any = None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    sampler = make_sampler(cfg.sampler.name, seed=cfg.seed + index, options=cfg.sampler.options)
+    storage = store.open_storage(cfg.storage_url(study_dir), heartbeat_s=cfg.heartbeat_s)
+    study = store.create_or_load(cfg, storage, sampler)
+    if _n_complete(study) >= cfg.n_trials:
+        return
+    evaluator = Evaluator(cfg)
+    evaluator.prepare()  # a missing data set is one clear error, not n failed trials
+    stop = _StopRule(cfg.n_trials, cfg.max_failed or cfg.n_trials, on_trial)
+    study.optimize(make_objective(evaluator, study_dir, index), timeout=cfg.timeout,
+                   catch=(Exception,), callbacks=[stop], gc_after_trial=False)
+
+
+def _n_complete(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+
+class _StopRule:
+    """Stops a worker once the study has ``n_trials`` complete trials (all workers, all runs)
+    or this worker saw ``max_failed`` failures (a systematic error must not loop forever)."""
+
+    def __init__(self, n_trials: int, max_failed: int, on_trial: Any = None):
+        self.n_trials, self.max_failed, self.failed, self.on_trial = n_trials, max_failed, 0, \
+            on_trial
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.failed += trial.state == TrialState.FAIL
+        if self.on_trial:
+            self.on_trial()
+        if _n_complete(study) >= self.n_trials or self.failed >= self.max_failed:
+            study.stop()
+
+
+def make_objective(evaluator: Evaluator, study_dir: Path, worker: int = 0):  # noqa: ANN201
+    """The Optuna objective: sample an arch, evaluate it, store every metric on the trial."""
+
+    def objective(trial: optuna.Trial) -> tuple[float, ...]:
+        arch = evaluator.space.sample(trial)
+        trial.set_user_attr("arch", arch)
+        trial.set_user_attr("worker", worker)
+        try:
+            out = evaluator.evaluate(arch, on_constraints=lambda c: _constrain(trial, c))
+        except Exception as err:
+            trial.set_user_attr("fail_reason", f"{type(err).__name__}: {err}"[:4000])
+            raise
+        record(trial, out, study_dir)
+        return tuple(out.values)
+
+    return objective
+
+
+def _constrain(trial: optuna.Trial, constraints: dict[str, float]) -> None:
+    for key, value in constraints.items():
+        trial.set_constraint(key, value)
+
+
+def record(trial: optuna.Trial, out: Outcome, study_dir: Path) -> None:
+    """Every metric as a user attribute (optuna-dashboard shows them), weights as an artifact."""
+    for key, value in out.metrics.items():
+        trial.set_user_attr(key, value)
+    trial.set_user_attr("feasible", out.feasible)
+    trial.set_user_attr("info", {k: v for k, v in out.info.items()
+                                 if isinstance(v, str | int | float | bool)})
+    if out.state_dict is not None:
+        store.upload_weights(study_dir, trial, out.state_dict)

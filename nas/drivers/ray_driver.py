@@ -1,0 +1,146 @@
+"""Ray Tune driver: parallel trials on a local or remote Ray cluster, same storage as Optuna's.
+
+``Tuner`` + ``OptunaSearch`` (every objective, with the study's seeded sampler) propose archs;
+each trial runs the same ``Evaluator`` recipe in a Ray worker with its resources (fractional
+GPUs share a device), at most ``max_concurrent`` at once, retried on worker loss
+(``FailureConfig``). A callback copies every finished trial, its metrics, constraints and
+weights into the study's Optuna storage and artifact store, so ``hwnas pareto/export/report``
+work the same on either backend. Resume: an interrupted Ray run is continued with
+``Tuner.restore``; a finished one is followed by a new run for the trials still missing, its
+searcher warm-started with every complete trial in the storage.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import optuna
+import torch
+from optuna.trial import TrialState
+
+from nas import store
+from nas.config import StudyConfig, validate_study
+from nas.progress import StudyProgress
+from nas.ray_utils import CopyToStudy, DefineByRun, HwnasOptunaSearch, warm_storage
+from nas.samplers import make_sampler
+
+_DONE = ".hwnas_done"
+_EVALUATORS: dict[str, Any] = {}
+
+
+def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) -> None:
+    """One Ray trial: evaluate ``config['arch']`` and report every metric (and weights)."""
+    import ray
+    from ray import tune
+
+    from nas.evaluate import Evaluator
+
+    cfg = validate_study(cfg_raw)
+    if ray.get_gpu_ids() and cfg.train.device == "cpu":  # a GPU share was granted: train on it
+        cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"device": "cuda"})})
+    torch.set_num_threads(max(1, int(cfg.ray.cpus_per_trial)))
+    evaluator = _EVALUATORS.setdefault(cfg.name, Evaluator(cfg))  # data loaded once per actor
+    try:
+        out = evaluator.evaluate(config["arch"])
+    except Exception as err:  # noqa: BLE001 - a failed candidate is a result, not a crash
+        tune.report({"fail_reason": f"{type(err).__name__}: {err}"[:4000], "arch": config["arch"]})
+        return
+    result = {**out.metrics, "arch": out.arch, "feasible": out.feasible, "info": out.info,
+              **{f"constraint__{k}": v for k, v in out.constraints.items()},
+              **{f"objective__{k}": v for k, v in zip(
+                  [o.key for o in evaluator.objectives], out.values, strict=True)}}
+    if out.state_dict is None:
+        tune.report(result)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.save(out.state_dict, Path(tmp) / store.WEIGHTS)
+        tune.report(result, checkpoint=tune.Checkpoint.from_directory(tmp))
+
+
+def _experiments(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob("run-*") if p.is_dir())
+
+
+def run(cfg: StudyConfig, study_dir: Path, *, progress: bool = True) -> optuna.Study:
+    import ray
+
+    study = store.create_or_load(cfg, store.open_storage(cfg.storage_url(study_dir)))
+    root = (study_dir / "ray").resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    for name in ("ray", "ray.tune", "ray.train"):  # our progress bar replaces Ray's log lines
+        logging.getLogger(name).setLevel(logging.WARNING)
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=cfg.ray.address, include_dashboard=False, log_to_driver=False)
+    try:
+        with StudyProgress(study, cfg.n_trials, enabled=progress) as bar:
+            last = _experiments(root)[-1] if _experiments(root) else None
+            if last is not None and not (last / _DONE).exists() and _can_restore(last):
+                _fit(cfg, study, study_dir, last, bar, restore=True)
+            for _ in range(3):  # failed trials do not count: top up a few times at most
+                remaining = cfg.n_trials - _n_complete(study)
+                if remaining <= 0:
+                    break
+                path = root / f"run-{len(_experiments(root)):03d}"
+                _fit(cfg, study, study_dir, path, bar, restore=False, num_samples=remaining)
+    finally:
+        if started:
+            ray.shutdown()
+    store.write_trials(study_dir, study)
+    return study
+
+
+def _n_complete(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+
+def _can_restore(path: Path) -> bool:
+    from ray import tune
+
+    return tune.Tuner.can_restore(str(path))
+
+
+def _fit(cfg: StudyConfig, study: optuna.Study, study_dir: Path, path: Path, bar: StudyProgress,
+         *, restore: bool, num_samples: int = 0) -> None:
+    from ray import tune
+
+    trainable = tune.with_resources(
+        tune.with_parameters(_trainable, cfg_raw=cfg.dump(), study_dir=str(study_dir)),
+        {"cpu": cfg.ray.cpus_per_trial, "gpu": cfg.ray.gpus_per_trial})
+    if restore:
+        tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)
+    else:
+        tuner = tune.Tuner(trainable, tune_config=_tune_config(cfg, study, num_samples),
+                           run_config=_run_config(cfg, study, study_dir, path, bar))
+    tuner.fit()
+    (path / _DONE).write_text("finished\n")
+
+
+def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int) -> Any:
+    from ray import tune
+
+    objs = cfg.objectives_resolved()
+    searcher = HwnasOptunaSearch(
+        space=DefineByRun(cfg.space),
+        metric=[f"objective__{o.key}" for o in objs],
+        mode=["max" if o.direction == "maximize" else "min" for o in objs],
+        sampler=make_sampler(cfg.sampler.name, seed=cfg.seed, options=cfg.sampler.options),
+        study_name=cfg.name, storage=warm_storage(cfg, study))
+    return tune.TuneConfig(search_alg=searcher, num_samples=num_samples,
+                           max_concurrent_trials=cfg.ray.max_concurrent, reuse_actors=True)
+
+
+def _run_config(cfg: StudyConfig, study: optuna.Study, study_dir: Path, path: Path,
+                bar: StudyProgress) -> Any:
+    from ray import tune
+
+    return tune.RunConfig(
+        name=path.name, storage_path=str(path.parent),
+        failure_config=tune.FailureConfig(max_failures=cfg.ray.max_failures),
+        callbacks=[CopyToStudy(cfg, study_dir, bar.update)], verbose=0,
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=1))

@@ -1,0 +1,164 @@
+"""One candidate, scored: cost -> budgets -> proxy training -> accuracy under hardware models.
+
+``Evaluator(cfg).evaluate(arch)`` is the whole recipe, shared by the Optuna and Ray drivers:
+
+1. **cost** (``hw_cost.cost_of``, cached by arch and device) or a table row in tabular mode;
+2. **early budgets** on cost metrics: a violated budget stops here, so an infeasible candidate
+   costs only a measurement (its accuracy objectives get the metric's worst value);
+3. **proxy training** with ``train.loop.fit`` on the study's budget;
+4. **accuracy** digitally and under every hardware model the objectives and budgets name, at
+   their drift times (``analog.evaluate``: mean and std over repeats, plus analog coverage);
+5. late budgets (on accuracy), objective values; a NaN anywhere fails the trial with a reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.errors import HwnasError
+from nas import glue
+from nas.config import StudyConfig
+from nas.config_checks import resolve_path
+from nas.objectives import Budget, Objective
+from nas.tabular import TabularEvaluator
+
+
+class TrialFailed(HwnasError):
+    """A candidate that cannot be scored (NaN metric, diverged training); the study goes on."""
+
+
+@dataclass
+class Outcome:
+    """Everything one evaluation produced."""
+
+    arch: str
+    metrics: dict[str, float]
+    info: dict[str, Any] = field(default_factory=dict)
+    constraints: dict[str, float] = field(default_factory=dict)
+    feasible: bool = True
+    values: list[float] = field(default_factory=list)
+    state_dict: dict[str, Any] | None = None
+
+
+class Evaluator:
+    """Scores arch strings for one study; loads the data set once per process."""
+
+    def __init__(self, cfg: StudyConfig):
+        self.cfg = cfg
+        self.objectives: list[Objective] = cfg.objectives_resolved()
+        self.budgets: list[Budget] = cfg.budgets()
+        self.table = (TabularEvaluator(resolve_path(cfg.tabular.path), key=cfg.tabular.key,
+                                       columns=cfg.tabular.columns) if cfg.tabular else None)
+        self._space = None
+
+    # -- shared state -----------------------------------------------------------------------
+    @property
+    def space(self):  # noqa: ANN201 - a search_spaces.SearchSpace
+        if self._space is None:
+            from search_spaces import get_space
+
+            self._space = get_space(self.cfg.space)
+        return self._space
+
+    @functools.cached_property
+    def data(self):  # noqa: ANN201 - a train.data.DataSplits
+        from train.data import load_data
+
+        d = self.cfg.data
+        return load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
+                         train_limit=d.train_limit, test_limit=d.test_limit)
+
+    def prepare(self) -> None:
+        """Load what every trial needs (space, data set) now, so set-up errors surface once."""
+        self.space  # noqa: B018 - resolves the space
+        if self.table is None:
+            self.data  # noqa: B018 - loads and caches the data set
+
+    def hw_times(self) -> dict[str, list[str | None]]:
+        """Hardware models to score and their drift times (digital always, for the report)."""
+        need: dict[str, list[str | None]] = {"digital": [None]}
+        for item in [*self.objectives, *self.budgets]:
+            if item.metric.uses_hw and item.hw != "digital":
+                times = need.setdefault(item.hw, [])
+                if item.time not in times:
+                    times.append(item.time)
+        return need
+
+    # -- the recipe -------------------------------------------------------------------------
+    def evaluate(self, arch: str, *,
+                 on_constraints: Callable[[dict[str, float]], None] | None = None) -> Outcome:
+        self.space.validate(arch)
+        out = Outcome(arch, {})
+        t0 = time.perf_counter()
+        out.metrics, out.info = self._cost(arch)
+        out.info["seconds_cost"] = round(time.perf_counter() - t0, 3)
+        out.constraints = self._violations([b for b in self.budgets if b.early], out.metrics)
+        if on_constraints and out.constraints:
+            on_constraints(out.constraints)
+        if any(v > 0 for v in out.constraints.values()):
+            out.feasible = False
+            out.info["skipped"] = "a cost budget is violated: not trained"
+            out.values = [self._value(o, out.metrics, infeasible=True) for o in self.objectives]
+            return out
+        t1 = time.perf_counter()
+        if self.table is None:
+            out.state_dict = self._train_and_score(arch, out.metrics, out.info)
+        out.info["seconds_train_eval"] = round(time.perf_counter() - t1, 3)
+        late = self._violations([b for b in self.budgets if not b.early], out.metrics)
+        if on_constraints and late:
+            on_constraints(late)
+        out.constraints.update(late)
+        out.feasible = all(v <= 0 for v in out.constraints.values())
+        out.values = [self._value(o, out.metrics) for o in self.objectives]
+        return out
+
+    def _cost(self, arch: str) -> tuple[dict[str, float], dict[str, Any]]:
+        if self.table is not None:
+            return self.table.lookup(arch), {"source": f"table {self.table.path.name}"}
+        return glue.costs(self.cfg, self.space.name, arch, self.data.input_shape,
+                          self.data.num_classes)
+
+    def _violations(self, budgets: list[Budget], metrics: dict[str, float]) -> dict[str, float]:
+        out = {}
+        for b in budgets:
+            if b.key not in metrics:
+                raise TrialFailed(f"budget {b.describe()}: metric {b.key} was not measured")
+            out[b.key] = b.violation(metrics[b.key])
+        return out
+
+    def _value(self, o: Objective, metrics: dict[str, float], infeasible: bool = False) -> float:
+        if infeasible and o.key not in metrics:
+            return float(o.metric.worst if o.metric.worst is not None else math.inf)
+        value = metrics.get(o.key, math.nan)
+        if not math.isfinite(value):
+            raise TrialFailed(f"objective {o.key} is {value} (not a finite number)")
+        return float(value)
+
+    def _train_and_score(self, arch: str, metrics: dict[str, float],
+                         info: dict[str, Any]) -> dict[str, Any]:
+        from train.loop import evaluate, fit
+
+        data = self.data
+        model = self.space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
+                                 img_size=data.img_size)
+        result = fit(model, data, glue.fit_config(self.cfg))
+        metrics.update(train_loss=result.train_loss, train_seconds=result.seconds,
+                       train_images_per_s=result.images_per_s)
+        x, y = self._eval_split()
+        metrics["acc_digital"] = evaluate(model, x, y, device=self.cfg.train.device)["acc"]
+        for hw, times in self.hw_times().items():
+            if hw != "digital":
+                metrics.update(glue.hw_accuracy(self.cfg, model, data, hw, times, x, y))
+        info["train_epochs"] = result.epochs
+        return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+
+    def _eval_split(self):  # noqa: ANN202 - (x, y) tensors
+        limit = self.cfg.hw_eval.eval_limit
+        return self.data.x_val[:limit], self.data.y_val[:limit]
+
+

@@ -1,0 +1,80 @@
+"""Thin adapters from a study config to the other packages' public APIs.
+
+Kept in one place so the evaluator reads as a recipe and each call into ``hw_cost``, ``train`` or
+``analog`` (with its keyword arguments) is easy to find when one of those APIs changes.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from nas.config import StudyConfig
+
+# Cost fields that are text, not metrics: kept in the trial's info, not as numbers.
+_INFO_KEYS = ("device", "dtype", "bound", "fingerprint_hash", "cached")
+
+
+def costs(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
+          num_classes: int) -> tuple[dict[str, float], dict[str, Any]]:
+    """Measured latency, static and analog costs (cached); numbers split from descriptions."""
+    import hw_cost
+
+    lat = cfg.latency
+    raw = hw_cost.cost_of(space, arch, input_shape=input_shape, num_classes=num_classes,
+                          device=lat.device, batch_size=lat.batch_size, dtype=lat.dtype,
+                          threads=lat.threads, cache=lat.cache, max_seconds=lat.max_seconds)
+    metrics = {k: float(v) for k, v in raw.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)}
+    info = {k: raw[k] for k in _INFO_KEYS if k in raw}
+    info["device_name"] = (raw.get("provenance") or {}).get("device", lat.device)
+    if _needs(cfg, "pred_latency_ms"):
+        metrics["pred_latency_ms"] = predicted_latency(cfg, space, arch, input_shape, num_classes)
+    return metrics, info
+
+
+def _needs(cfg: StudyConfig, key: str) -> bool:
+    return any(o.key == key for o in cfg.objectives_resolved()) or any(
+        b.key == key for b in cfg.budgets())
+
+
+def predicted_latency(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
+                      num_classes: int) -> float:
+    import hw_cost
+
+    lat = cfg.latency
+    return float(hw_cost.predict_latency(space, arch, input_shape=input_shape,
+                                         num_classes=num_classes, device=lat.device,
+                                         batch_size=lat.batch_size, dtype=lat.dtype,
+                                         threads=lat.threads, cache=lat.cache))
+
+
+def fit_config(cfg: StudyConfig, **changes: Any):  # noqa: ANN201 - train.loop.FitConfig
+    from train.loop import FitConfig
+
+    fields = {k: v for k, v in cfg.train.model_dump().items() if v is not None}
+    return FitConfig(**{**fields, "seed": cfg.seed, **changes})
+
+
+def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],  # noqa: ANN001
+                x, y) -> dict[str, float]:  # noqa: ANN001
+    """``acc_<hw>[@t]`` (mean over repeats), its ``_std`` and the analog coverage, per time."""
+    import analog
+
+    he = cfg.hw_eval
+    scored = copy.deepcopy(model)  # hardware models and HWA tuning must not touch the weights
+    if he.hwa_epochs > 0 and analog.get_hw(hw).kind == "analog":
+        analog.hwa_fit(scored, data, hw, fit_config(cfg, epochs=he.hwa_epochs))
+    seconds = [analog.parse_time(t) if t else 0.0 for t in times]
+    res = analog.evaluate(scored.eval(), x, y, hw, times=tuple(seconds), repeats=he.repeats,
+                          seed=cfg.seed, compensation=he.compensation, fast=he.fast,
+                          calib=data.x_train[:256], device=cfg.train.device)
+    out: dict[str, float] = {}
+    for label, point in zip(times, res.points, strict=True):
+        key = f"acc_{hw}@{label}" if label else f"acc_{hw}"
+        out[key] = float(point.acc_mean)
+        out[f"{key}_std"] = float(point.acc_std)
+    for name in ("weight_fraction", "mac_fraction"):
+        if isinstance(res.coverage.get(name), int | float):
+            out[f"{hw}_analog_{name}"] = float(res.coverage[name])
+    return out

@@ -1,0 +1,148 @@
+"""Pareto fronts and hypervolume for any number of objectives, each minimized or maximized.
+
+Everything works on plain arrays of objective values (rows = trials) plus a direction per
+objective, so the same code scores a study, a tabular benchmark run or a Ray Tune experiment.
+
+Reference point rules for the hypervolume, in order:
+
+1. an explicit value per objective (study config ``pareto.reference``);
+2. the metric's natural worst value when it has one (accuracy 0, analog coverage 0), which makes
+   hypervolumes comparable across studies and samplers;
+3. otherwise the nadir (worst value among the given points) pushed out by ``margin`` of the range,
+   so that the extreme points of the front still add volume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from common.errors import ConfigError
+
+DIRECTIONS = ("minimize", "maximize")
+
+
+def _check(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim == 1:
+        arr = arr.reshape(-1, len(directions)) if len(arr) else arr.reshape(0, len(directions))
+    if arr.ndim != 2 or arr.shape[1] != len(directions):
+        raise ConfigError.one("pareto values", "must be an (n_points, n_objectives) array",
+                              arr.shape, f"pass one column per direction ({len(directions)})")
+    bad = [d for d in directions if d not in DIRECTIONS]
+    if bad:
+        raise ConfigError.one("pareto directions", f"each must be one of {DIRECTIONS}", bad,
+                              "use 'minimize' or 'maximize'")
+    return arr
+
+
+def to_loss(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
+    """Values turned into losses (maximized objectives negated), the form the math is done in."""
+    arr = _check(values, directions)
+    sign = np.array([-1.0 if d == "maximize" else 1.0 for d in directions])
+    return arr * sign
+
+
+def pareto_mask(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
+    """True for every point that no other point dominates (duplicates are all kept)."""
+    loss = to_loss(values, directions)
+    n = len(loss)
+    mask = np.ones(n, dtype=bool)
+    if n == 0:
+        return mask
+    if loss.shape[1] == 2:
+        return _pareto_mask_2d(loss)
+    for i in range(n):  # O(n^2 m) in numpy: fine for studies (thousands of trials at most)
+        if not mask[i]:
+            continue
+        dominated = np.all(loss[i] <= loss, axis=1) & np.any(loss[i] < loss, axis=1)
+        mask &= ~dominated
+    return mask
+
+
+def _pareto_mask_2d(loss: np.ndarray) -> np.ndarray:
+    # Sweep by the first objective: a point is on the front when its second objective is
+    # strictly below every earlier one; an exact duplicate of a front point stays on the front.
+    order = np.lexsort((loss[:, 1], loss[:, 0]))
+    mask = np.zeros(len(loss), dtype=bool)
+    best, prev, prev_on = np.inf, None, False
+    for i in order:
+        point = (loss[i, 0], loss[i, 1])
+        on = point[1] < best or (point == prev and prev_on)
+        best = min(best, point[1])
+        mask[i], prev, prev_on = on, point, on
+    return mask
+
+
+def non_dominated_sort(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
+    """Front rank of every point: 0 for the Pareto front, 1 for the next layer, and so on."""
+    loss = to_loss(values, directions)
+    ranks = np.full(len(loss), -1, dtype=int)
+    left = np.arange(len(loss))
+    rank = 0
+    while len(left):
+        front = pareto_mask(loss[left], ["minimize"] * loss.shape[1])
+        ranks[left[front]] = rank
+        left = left[~front]
+        rank += 1
+    return ranks
+
+
+def reference_point(values: np.ndarray, directions: Sequence[str], *,
+                    worst: Sequence[float | None] | None = None,
+                    explicit: Sequence[float | None] | None = None,
+                    margin: float = 0.1) -> np.ndarray:
+    """The hypervolume reference point in the objectives' own units (rules in the module doc)."""
+    arr = _check(values, directions)
+    m = len(directions)
+    worst = list(worst or [None] * m)
+    explicit = list(explicit or [None] * m)
+    loss = to_loss(arr, directions)
+    ref_loss = np.zeros(m)
+    for j, d in enumerate(directions):
+        sign = -1.0 if d == "maximize" else 1.0
+        if explicit[j] is not None:
+            ref_loss[j] = sign * float(explicit[j])
+        elif worst[j] is not None:
+            ref_loss[j] = sign * float(worst[j])
+        elif len(loss):
+            lo, hi = float(np.min(loss[:, j])), float(np.max(loss[:, j]))
+            span = hi - lo if hi > lo else max(abs(hi), 1.0)
+            ref_loss[j] = hi + margin * span
+        else:
+            ref_loss[j] = np.inf
+    return ref_loss * np.array([-1.0 if d == "maximize" else 1.0 for d in directions])
+
+
+def hypervolume(values: np.ndarray, directions: Sequence[str], reference: Sequence[float]) -> float:
+    """Exact hypervolume dominated by ``values`` and bounded by ``reference`` (Optuna's WFG)."""
+    from optuna._hypervolume import compute_hypervolume
+
+    loss = to_loss(values, directions)
+    ref = to_loss(np.asarray(reference, dtype=float).reshape(1, -1), directions)[0]
+    inside = loss[np.all(loss < ref, axis=1)] if len(loss) else loss
+    if len(inside) == 0:
+        return 0.0
+    front = inside[pareto_mask(inside, ["minimize"] * len(ref))]
+    return float(compute_hypervolume(np.unique(front, axis=0), ref, assume_pareto=True))
+
+
+def hypervolume_history(values: np.ndarray, directions: Sequence[str],
+                        reference: Sequence[float]) -> np.ndarray:
+    """Hypervolume after each point in order (the anytime curve of a search)."""
+    arr = _check(values, directions)
+    out = np.zeros(len(arr))
+    front = np.zeros((0, arr.shape[1]))
+    for i, row in enumerate(arr):
+        merged = np.vstack([front, row[None]])
+        front = merged[pareto_mask(merged, directions)]
+        out[i] = hypervolume(front, directions, reference)
+    return out
+
+
+def explicit_reference(keys: Sequence[str],
+                       given: Mapping[str, float] | None) -> list[float | None]:
+    """Map a ``{metric key: value}`` reference from the config onto the objective order."""
+    given = dict(given or {})
+    return [given.get(k) for k in keys]

@@ -1,0 +1,180 @@
+"""Pieces of the Ray Tune driver that touch Ray's and Optuna's objects (imported with Ray only).
+
+* ``DefineByRun``: the space's own ``sample(trial)`` as OptunaSearch's define-by-run space
+  (a picklable object, since Ray checkpoints the searcher);
+* ``HwnasOptunaSearch``: passes constraints and failures on to the searcher's Optuna study;
+* ``warm_storage``: an in-memory Optuna storage holding the study's complete trials, so a new
+  Ray run's sampler knows everything found before;
+* ``copy_trial`` / ``CopyToStudy``: a finished Ray trial, its metrics and weights, written into
+  the study's storage and artifact store (once: the Ray trial id is kept as a user attribute).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from optuna.trial import TrialState, create_trial
+from ray import tune
+from ray.tune.search.optuna import OptunaSearch
+
+from nas import store
+from nas.config import StudyConfig
+
+_C, _O = "constraint__", "objective__"
+
+
+class DefineByRun:
+    """``space.sample(trial)`` for OptunaSearch; the arch string rides along in the config."""
+
+    def __init__(self, space: str):
+        self.space_name = space
+
+    def __call__(self, trial: Any) -> dict[str, str]:
+        from search_spaces import get_space
+
+        return {"arch": get_space(self.space_name).sample(trial)}
+
+
+class HwnasOptunaSearch(OptunaSearch):
+    """OptunaSearch that tells its study about constraints and failed candidates."""
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None,
+                          error: bool = False) -> None:
+        ot_trial = self._ot_trials.get(trial_id)
+        if ot_trial is not None and result:
+            for key, value in result.items():
+                if key.startswith(_C):
+                    ot_trial.set_constraint(key[len(_C):], float(value))
+        if result and "fail_reason" in result and ot_trial is not None:
+            self._ot_study.tell(ot_trial, state=TrialState.FAIL)
+            self._completed_trials.add(trial_id)
+            return
+        super().on_trial_complete(trial_id, result=result, error=error)
+
+
+class _Recorder:
+    """Replays ``space.sample`` on fixed params and records the distributions it asked for."""
+
+    def __init__(self, params: dict[str, Any]):
+        self.params, self.distributions = params, {}
+
+    def _take(self, name: str, dist: BaseDistribution) -> Any:
+        self.distributions[name] = dist
+        return self.params[name]
+
+    def suggest_categorical(self, name: str, choices: Any) -> Any:
+        return self._take(name, CategoricalDistribution(list(choices)))
+
+    def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
+        return self._take(name, IntDistribution(low, high, step=step, log=log))
+
+    def suggest_float(self, name: str, low: float, high: float, step: float | None = None,
+                      log: bool = False) -> float:
+        return self._take(name, FloatDistribution(low, high, step=step, log=log))
+
+
+def distributions(space: str, params: dict[str, Any]) -> tuple[str, dict[str, BaseDistribution]]:
+    from search_spaces import get_space
+
+    rec = _Recorder(params)
+    arch = get_space(space).sample(rec)
+    return arch, rec.distributions
+
+
+def warm_storage(cfg: StudyConfig, study: optuna.Study) -> optuna.storages.InMemoryStorage:
+    mem = optuna.storages.InMemoryStorage()
+    warm = optuna.create_study(storage=mem, study_name=cfg.name, directions=study.directions)
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        warm.add_trial(create_trial(params=t.params, distributions=t.distributions,
+                                    values=t.values, constraints=t.constraints or None))
+    return mem
+
+
+def _copied(study: optuna.Study, trial_id: str) -> bool:
+    return any(t.user_attrs.get("ray_trial_id") == trial_id
+               for t in study.get_trials(deepcopy=False))
+
+
+def _numbers(result: dict) -> dict[str, float]:
+    return {k: float(v) for k, v in result.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+            and not k.startswith((_C, _O)) and k not in _RAY_KEYS}
+
+
+_RAY_KEYS = {"training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "pid",
+             "time_since_restore", "iterations_since_restore", "done", "node_ip"}
+
+
+def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: Any,
+               *, errored: bool) -> None:
+    """Write one finished Ray trial into the Optuna study (skipped when already there)."""
+    if _copied(study, trial.trial_id):
+        return
+    result = dict(trial.last_result or {})
+    params = {k: v for k, v in trial.config.items() if k != "arch"}
+    arch, dists = distributions(cfg.space, params)
+    attrs: dict[str, Any] = {"arch": arch, "ray_trial_id": trial.trial_id, "worker": "ray"}
+    reason = result.get("fail_reason") or (str(trial.error_file) if errored else None)
+    keys = [o.key for o in cfg.objectives_resolved()]
+    values = [result.get(f"{_O}{k}") for k in keys]
+    if reason or any(v is None or not math.isfinite(v) for v in values):
+        attrs["fail_reason"] = reason or "Ray trial reported no objective values"
+        study.add_trial(create_trial(state=TrialState.FAIL, params=params, distributions=dists,
+                                     user_attrs=attrs))
+        return
+    attrs.update(_numbers(result), feasible=bool(result.get("feasible", True)),
+                 info=result.get("info") or {})
+    system = {}
+    if trial.checkpoint is not None:
+        weights = Path(trial.checkpoint.path) / store.WEIGHTS
+        if weights.exists():
+            import torch
+
+            key, meta = store.weights_attr(study_dir, torch.load(weights, weights_only=True))
+            system[key] = meta
+    constraints = {k[len(_C):]: float(v) for k, v in result.items() if k.startswith(_C)}
+    study.add_trial(create_trial(params=params, distributions=dists, values=values,
+                                 user_attrs=attrs, system_attrs=system,
+                                 constraints=constraints or None))
+
+
+class CopyToStudy(tune.Callback):
+    """Copies each finished Ray trial into the study and refreshes the progress bar.
+
+    Ray pickles its callbacks with the experiment state: the storage connection and the
+    progress bar are process-local, so they are dropped when pickled and reopened on use.
+    """
+
+    def __init__(self, cfg: StudyConfig, study_dir: Path, on_copy: Any = None):
+        self.cfg_raw, self.study_dir, self._on_copy = cfg.dump(), str(study_dir), on_copy
+        self._study: optuna.Study | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_study": None, "_on_copy": None}
+
+    def _copy(self, trial: Any, errored: bool) -> None:
+        from nas.config import validate_study
+
+        cfg = validate_study(self.cfg_raw)
+        if self._study is None:
+            self._study = optuna.load_study(
+                study_name=cfg.name,
+                storage=store.open_storage(cfg.storage_url(Path(self.study_dir))))
+        copy_trial(cfg, self._study, Path(self.study_dir), trial, errored=errored)
+        if self._on_copy is not None:
+            self._on_copy()
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._copy(trial, errored=False)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._copy(trial, errored=True)

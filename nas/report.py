@@ -1,0 +1,117 @@
+"""``hwnas report runs/<study>``: a self-contained ``report.html`` plus the PNGs beside it.
+
+Figures (matplotlib, Agg): the Pareto front of hardware accuracy against the cost objective with
+each front model's digital accuracy beside it, the hypervolume over trials with the front size,
+and (more than two objectives) every pair of objectives. Then the front, the trial table and,
+when ``hwnas finalize`` ran, its summary (``final/summary.json``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from common.provenance import provenance  # noqa: E402
+from nas import store, summary  # noqa: E402
+from nas.config import StudyConfig  # noqa: E402
+from nas.plots import hv_figure, pairs_figure, pareto_figure  # noqa: E402
+
+
+def _png(fig: plt.Figure, path: Path) -> str:
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def _img(b64: str, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
+
+
+def _table(frame: pd.DataFrame, cls: str = "") -> str:
+    return frame.to_html(index=False, escape=True, na_rep="", classes=cls, float_format="%.4g")
+
+
+def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.DataFrame:
+    rows = []
+    for t in front.trials:
+        from nas.export import arch_dirname
+
+        folder = study_dir / "pareto" / arch_dirname(t.user_attrs["arch"])
+        row = {"trial": t.number, "arch": t.user_attrs.get("arch")}
+        row.update(dict(zip(front.keys, t.values, strict=True)))
+        for key in ("acc_digital", "latency_p10_ms", "latency_p90_ms"):
+            if key in t.user_attrs and key not in row:
+                row[key] = t.user_attrs[key]
+        row["card"] = f"pareto/{folder.name}/card.md" if (folder / "card.md").exists() else ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _finalize_section(study_dir: Path) -> str:
+    path = study_dir / "final" / "summary.json"
+    if not path.is_file():
+        return ""
+    data = json.loads(path.read_text())
+    items = data.get("models", data) if isinstance(data, dict) else data
+    body = (_table(pd.json_normalize(items)) if isinstance(items, list) and items
+            else f"<pre>{html.escape(json.dumps(data, indent=2))}</pre>")
+    return f"<h2>Finalized models</h2>{body}"
+
+
+def _header(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
+    states = pd.Series([t.state.name for t in study.get_trials(deepcopy=False)]).value_counts()
+    prov = provenance(cfg.latency.device)
+    objs = ", ".join(f"{o.label} ({o.direction})" for o in cfg.objectives_resolved())
+    budgets = ", ".join(b.describe() for b in cfg.budgets()) or "none"
+    ref = ", ".join(f"{k}={v:.4g}" for k, v in zip(front.keys, front.reference, strict=True))
+    items = {
+        "space": cfg.space, "data": cfg.data.name, "objectives": objs, "budgets": budgets,
+        "sampler": cfg.sampler.name, "trials": ", ".join(f"{k} {v}" for k, v in states.items()),
+        "feasible complete": front.n_feasible, "front size": len(front.trials),
+        "hypervolume": f"{front.hypervolume:.6g} (reference {ref})",
+        "report device": prov["device"], "git": prov["git"], "generated (UTC)": prov["time_utc"],
+        "versions": ", ".join(f"{k} {v}" for k, v in prov["versions"].items()),
+    }
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+                   for k, v in items.items())
+    desc = f"<p>{html.escape(cfg.description)}</p>" if cfg.description else ""
+    return f"<h1>Study {html.escape(cfg.name)}</h1>{desc}<table class='meta'>{rows}</table>"
+
+
+_CSS = """body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;
+font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}
+table.meta th{background:#f3f3f3}img{max-width:100%;margin:1em 0}"""
+
+
+def write_report(study_dir: str | Path) -> Path:
+    cfg, study, study_dir = store.load_dir(study_dir)
+    front = summary.front(cfg, study)
+    frame = store.write_trials(study_dir, study)
+    figs = [(_png(pareto_figure(cfg, study, front), study_dir / "report_pareto.png"),
+             "Pareto front")]
+    numbers, hv = summary.history(cfg, study)
+    figs.append((_png(hv_figure(numbers, hv, cfg, study), study_dir / "report_hypervolume.png"),
+                 "hypervolume over trials"))
+    if len(front.keys) > 2:
+        figs.append((_png(pairs_figure(cfg, study, front), study_dir / "report_pairs.png"),
+                     "objective pairs"))
+    on_front = {t.number for t in front.trials}
+    frame.insert(2, "front", frame["number"].isin(on_front))
+    parts = [_header(cfg, study, front), "<h2>Figures</h2>",
+             *[_img(b, alt) for b, alt in figs],
+             "<h2>Pareto front</h2>", _table(_front_frame(cfg, front, study_dir)),
+             _finalize_section(study_dir), "<h2>All trials</h2>", _table(frame, "trials")]
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(cfg.name)}"
+            f"</title><style>{_CSS}</style></head><body>{''.join(parts)}</body></html>")
+    out = study_dir / "report.html"
+    out.write_text(page)
+    return out

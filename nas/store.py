@@ -1,0 +1,209 @@
+"""The study folder and its Optuna storage, shared by both drivers and every later command.
+
+``runs/<study>/`` holds ``config.yaml`` (the resolved study config), ``study.db`` (SQLite, unless
+the config names another RDB URL), ``artifacts/`` (trained weights per trial, Optuna's artifact
+store, so optuna-dashboard lists them), ``trials.parquet``/``trials.csv``, ``pareto/`` and
+``report.html``. The resolved config is also kept in the storage (study user attribute ``config``)
+so that a PostgreSQL study can be reopened from any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pandas as pd
+import torch
+from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta, upload_artifact
+from optuna.trial import FrozenTrial, TrialState
+
+from common.errors import ConfigError
+from nas.config import StudyConfig, save_config, validate_study
+
+WEIGHTS = "weights.pt"
+
+
+def open_storage(url: str, *, heartbeat_s: int | None = None) -> optuna.storages.RDBStorage:
+    """An RDB storage; SQLite waits on locks (several workers) instead of failing at once."""
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        kwargs["engine_kwargs"] = {"connect_args": {"timeout": 120}}
+    if heartbeat_s:
+        with _quiet():
+            retry = optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)
+        # A killed worker's trial turns stale after 3 missed beats; it is then failed and its
+        # parameters queued again, so the next run of the same command retries it.
+        kwargs.update(heartbeat_interval=heartbeat_s, grace_period=3 * heartbeat_s,
+                      heartbeat_stale_trial_callback=retry)
+    with _quiet():
+        storage = optuna.storages.RDBStorage(url, **kwargs)
+    if url.startswith("sqlite"):
+        _sqlite_wal(storage)
+    return storage
+
+
+def _sqlite_wal(storage: optuna.storages.RDBStorage) -> None:
+    """WAL journal + synchronous=NORMAL: readers stop blocking writers (several workers) and a
+    commit costs no fsync (about 25 commits per trial). A crash loses at most the last commits,
+    never the database (SQLite's documented WAL guarantee). Needs a local file system."""
+    from sqlalchemy import event, text
+
+    def on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001
+        dbapi_conn.execute("PRAGMA synchronous=NORMAL")
+
+    event.listen(storage.engine, "connect", on_connect)
+    with storage.engine.connect() as conn:
+        conn.execute(text("PRAGMA journal_mode=WAL"))
+    storage.engine.dispose()  # pooled connections reopen with the pragma
+
+
+class _quiet:
+    """Silences Optuna's experimental-feature warnings (heartbeat, group) for our own calls."""
+
+    def __enter__(self) -> None:
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+
+    def __exit__(self, *exc: object) -> None:
+        self._ctx.__exit__(*exc)
+
+
+def directions(cfg: StudyConfig) -> list[str]:
+    return [o.direction for o in cfg.objectives_resolved()]
+
+
+def objective_keys(cfg: StudyConfig) -> list[str]:
+    return [o.key for o in cfg.objectives_resolved()]
+
+
+def create_or_load(cfg: StudyConfig, storage: optuna.storages.BaseStorage,
+                   sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:
+    """The study named ``cfg.name`` in ``storage``; created on first use, reused on resume."""
+    keys = objective_keys(cfg)
+    try:
+        existing = optuna.load_study(study_name=cfg.name, storage=storage, sampler=sampler)
+    except KeyError:
+        existing = None
+    if existing is not None:
+        stored = existing.user_attrs.get("objectives")
+        if stored is not None and stored != keys:
+            raise ConfigError.one(
+                f"study {cfg.name}", "a stored study keeps its objectives", keys,
+                f"use the stored objectives {stored}, or a new study name / storage")
+        return existing
+    study = optuna.create_study(study_name=cfg.name, storage=storage, sampler=sampler,
+                                directions=directions(cfg), load_if_exists=True)
+    study.set_user_attr("objectives", keys)
+    study.set_user_attr("labels", [o.label for o in cfg.objectives_resolved()])
+    study.set_user_attr("config", cfg.dump())
+    with _quiet():
+        study.set_metric_names(keys)
+    return study
+
+
+def prepare_dir(cfg: StudyConfig, out_root: str | Path) -> Path:
+    study_dir = Path(out_root) / cfg.name
+    study_dir.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, study_dir / "config.yaml")
+    return study_dir
+
+
+def load_dir(study_dir: str | Path) -> tuple[StudyConfig, optuna.Study, Path]:
+    """Reopen a finished or running study from its folder (``hwnas pareto runs/<study>``)."""
+    study_dir = Path(study_dir)
+    cfg_path = study_dir / "config.yaml"
+    if not cfg_path.is_file():
+        raise ConfigError.one("study folder", "must contain config.yaml (written by hwnas search)",
+                              str(study_dir), "pass runs/<study> of a study that was started")
+    import yaml
+
+    cfg = validate_study(yaml.safe_load(cfg_path.read_text()))
+    study = optuna.load_study(study_name=cfg.name, storage=open_storage(cfg.storage_url(study_dir)))
+    return cfg, study, study_dir
+
+
+# -- artifacts (trained weights) -----------------------------------------------------------------
+def artifact_store(study_dir: Path) -> FileSystemArtifactStore:
+    path = Path(study_dir) / "artifacts"
+    path.mkdir(parents=True, exist_ok=True)
+    return FileSystemArtifactStore(str(path))
+
+
+def upload_weights(study_dir: Path, trial: optuna.Trial, state_dict: dict[str, Any]) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / WEIGHTS
+        torch.save(state_dict, path)
+        return upload_artifact(artifact_store=artifact_store(study_dir), file_path=str(path),
+                               study_or_trial=trial)
+
+
+def weights_attr(study_dir: Path, state_dict: dict[str, Any]) -> tuple[str, str]:
+    """Store weights now and return the system attribute that links them to a trial.
+
+    For trials created after the fact (Ray results copied into the storage), where
+    ``upload_artifact`` cannot be called on a running trial.
+    """
+    import uuid
+
+    from optuna.artifacts._upload import ARTIFACTS_ATTR_PREFIX
+
+    artifact_id = str(uuid.uuid4())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / WEIGHTS
+        torch.save(state_dict, path)
+        with open(path, "rb") as f:
+            artifact_store(study_dir).write(artifact_id, f)
+    meta = {"artifact_id": artifact_id, "filename": WEIGHTS,
+            "mimetype": "application/octet-stream", "encoding": None}
+    return ARTIFACTS_ATTR_PREFIX + artifact_id, json.dumps(meta)
+
+
+def load_weights(study_dir: Path, study: optuna.Study, trial: FrozenTrial) -> dict | None:
+    """Trained weights of ``trial`` (or of an earlier trial of the same arch), None if absent."""
+    arch = trial.user_attrs.get("arch")
+    for t in [trial, *[u for u in study.get_trials(deepcopy=False)
+                       if u.user_attrs.get("arch") == arch and u.number != trial.number]]:
+        metas = [m for m in get_all_artifact_meta(t, storage=study._storage)
+                 if m.filename == WEIGHTS]
+        if metas:
+            with artifact_store(study_dir).open_reader(metas[-1].artifact_id) as f:
+                return torch.load(f, map_location="cpu", weights_only=True)
+    return None
+
+
+# -- tables ------------------------------------------------------------------------------------
+def feasible(trial: FrozenTrial) -> bool:
+    return all(v <= 0 for v in trial.constraints.values())
+
+
+def trials_frame(study: optuna.Study) -> pd.DataFrame:
+    """One row per trial: number, state, arch, objective values, every metric, feasibility."""
+    keys = study.user_attrs.get("objectives") or [f"value_{i}" for i in
+                                                   range(len(study.directions))]
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        row: dict[str, Any] = {"number": t.number, "state": t.state.name,
+                               "arch": t.user_attrs.get("arch", ""),
+                               "feasible": feasible(t) if t.state == TrialState.COMPLETE else None,
+                               "duration_s": t.duration.total_seconds() if t.duration else None,
+                               "fail_reason": t.user_attrs.get("fail_reason")}
+        for key, value in zip(keys, t.values or [math.nan] * len(keys), strict=True):
+            row[f"objective:{key}"] = value
+        row.update({k: v for k, v in t.user_attrs.items()
+                    if isinstance(v, int | float) and not isinstance(v, bool)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_trials(study_dir: Path, study: optuna.Study) -> pd.DataFrame:
+    frame = trials_frame(study)
+    frame.to_csv(study_dir / "trials.csv", index=False)
+    frame.to_parquet(study_dir / "trials.parquet", index=False)
+    return frame

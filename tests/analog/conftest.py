@@ -1,0 +1,67 @@
+"""Small models trained once per session on scikit-learn's digits (8x8, 10 classes)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # These models are tiny: a second intra-op thread only adds spin-waiting on a busy host.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def small_cnn(*, depthwise: bool = False, bias: bool = True) -> nn.Module:
+    """A BN CNN for 8x8 inputs; ``depthwise`` adds a grouped conv aihwkit cannot map."""
+    layers: list[nn.Module] = [nn.Conv2d(1, 16, 3, padding=1, bias=bias), nn.BatchNorm2d(16),
+                               nn.ReLU()]
+    if depthwise:
+        layers += [nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.ReLU()]
+    layers += [nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=bias), nn.BatchNorm2d(32),
+               nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)]
+    return nn.Sequential(*layers)
+
+
+@pytest.fixture(scope="session")
+def make_cnn():
+    """The ``small_cnn`` builder, for tests that need a fresh (untrained) model."""
+    return small_cnn
+
+
+@pytest.fixture(scope="session")
+def digits():
+    from train.data import load_data
+
+    return load_data("digits", seed=0)
+
+
+def _trained(digits, **kwargs) -> nn.Module:
+    from train.loop import FitConfig, fit
+
+    torch.manual_seed(0)
+    model = small_cnn(**kwargs)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # session fixtures are built before the module-level setting
+    try:
+        fit(model, digits, FitConfig(epochs=15, lr=0.1, seed=0))
+    finally:
+        torch.set_num_threads(before)
+    return model.eval()
+
+
+@pytest.fixture(scope="session")
+def trained_cnn(digits) -> nn.Module:
+    """Dense CNN trained on digits (test accuracy about 0.9); every layer maps to analog tiles."""
+    return _trained(digits)
+
+
+@pytest.fixture(scope="session")
+def dw_cnn() -> nn.Module:
+    """The CNN with a depthwise conv that stays digital (untrained: coverage needs no accuracy)."""
+    torch.manual_seed(0)
+    return small_cnn(depthwise=True).eval()

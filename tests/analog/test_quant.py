@@ -1,0 +1,53 @@
+"""Quantized hardware models (torchao PT2E): accuracy next to digital, and the QAT path."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import analog
+from analog import quant
+from train.loop import FitConfig
+
+
+@pytest.fixture(scope="module")
+def accs(trained_cnn, digits):
+    out = {}
+    for hw in ("digital", "fq8", "int8", "fq4"):
+        res = analog.evaluate(trained_cnn, digits.x_test, digits.y_test, hw,
+                              calib=digits.x_train[:256])
+        out[hw] = res.acc_mean[0]
+    return out
+
+
+def test_eight_bit_keeps_digital_accuracy(accs):
+    assert abs(accs["fq8"] - accs["digital"]) <= 0.01
+    assert abs(accs["int8"] - accs["digital"]) <= 0.015
+
+
+def test_four_bit_costs_more_than_eight(accs):
+    assert accs["fq4"] <= accs["fq8"] + 0.01
+
+
+def test_qat_prepare_convert_round_trip(digits):
+    # a small graph: PT2E's QAT pattern matching takes seconds per conv-bn pair
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 36, 10))
+    hw = analog.get_hw("fq4")
+    prepared = quant.prepare_qat(model, hw.config(qat=True), digits.x_train[:4])
+    prepared.train()  # generic loops call .train()/.eval() on it
+    assert prepared(digits.x_train[:9]).shape == (9, 10)
+    converted = quant.convert(prepared)
+    assert converted(digits.x_test[:3]).shape == (3, 10)
+
+
+def test_hwa_fit_for_quantized_hw_is_qat(trained_cnn, digits):
+    model = copy.deepcopy(trained_cnn)
+    result = analog.hwa_fit(model, digits, "fq4", FitConfig(epochs=1, lr=0.01, seed=0))
+    assert result.steps > 0 and result.val_acc > 0.5
+    changed = [k for k, v in model.state_dict().items()
+               if v.is_floating_point() and not torch.equal(v, trained_cnn.state_dict()[k])]
+    assert "0.weight" in changed and set(model.state_dict()) == set(trained_cnn.state_dict())

@@ -1,0 +1,22 @@
+"""Small real data and one intra-op thread for the compress tests (tiny tensors: more threads
+only add synchronisation, and other test processes share the cores)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def digits():
+    from train.data import load_data
+
+    return load_data("digits", seed=0)

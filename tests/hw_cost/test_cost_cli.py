@@ -1,0 +1,103 @@
+"""`hwnas cost ...`: the measure form, cache stats/export, roofline, predictors, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import hw_cost.roofline as roofline
+from hw_cost.cache import CostCache
+from nas.cli import main
+
+ARCH = "rn:s16-d2r1c48"
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch) -> str:
+    monkeypatch.setitem(roofline._MATMUL_N, "cpu", 256)
+    monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
+    return str(tmp_path / "costs.db")
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["cost", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_measure_prints_every_group_then_hits_the_cache(capsys, db):
+    args = ("resnet", ARCH, "--input-shape", "1,8,8", "--threads", "1", "--max-seconds", "0.2",
+            "--cache", db)
+    code, out, _ = _run(capsys, *args)
+    assert code == 0
+    for group in ("setup:", "latency:", "static:", "roofline:", "analog (estimate):"):
+        assert group in out
+    # Without --threads: the default is 1 thread (a study's default), so the same cache entry.
+    code, out, _ = _run(capsys, *[a for a in args if a != "--threads" and a != "1"], "--json")
+    r = json.loads(out)
+    assert code == 0 and r["cached"] is True and r["arch"] == ARCH and r["latency_ms"] > 0
+    assert r["threads"] == 1
+    code, out, _ = _run(capsys, "cache", "stats", "--cache", db)
+    assert code == 0 and "resnet" in out and "costs" in out
+
+
+def test_data_option_takes_shape_and_classes(capsys, db):
+    code, out, _ = _run(capsys, "resnet", ARCH, "--data", "digits", "--threads", "1",
+                        "--max-seconds", "0.2", "--no-cache", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["input_shape"] == [1, 8, 8] and r["cached"] is False
+    assert CostCache(db).stats()["costs"] == 0
+
+
+def test_cache_export(capsys, db, tmp_path):
+    _run(capsys, "resnet", ARCH, "--input-shape", "1,8,8", "--max-seconds", "0.2",
+         "--cache", db)
+    target = tmp_path / "out.csv"
+    code, out, _ = _run(capsys, "cache", "export", str(target), "--cache", db)
+    assert code == 0 and "exported 1 rows" in out
+    assert pd.read_csv(target)["arch"].tolist() == [ARCH]
+
+
+def test_roofline_prints_the_ceilings_and_caches_them(capsys, db):
+    code, out, _ = _run(capsys, "roofline", "--threads", "1", "--cache", db, "--json")
+    first = json.loads(out)
+    assert code == 0 and first["peak_gflops"] > 0 and first["peak_gbytes_per_s"] > 0
+    _, again, _ = _run(capsys, "roofline", "--threads", "1", "--cache", db, "--json")
+    assert json.loads(again) == first  # read back, not measured again
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["resnet", ARCH, "--device", "tpu"], "device: must be one of ['cpu', 'cuda']"),
+    (["resnet", ARCH, "--batch", "0"], "batch_size: must be a positive integer; got 0"),
+    (["resnet", ARCH, "--dtype", "int4"], "dtype: must be one of"),
+    (["resnet", ARCH, "--input-shape", "1,x,8"], "input_shape: must be comma-separated"),
+    (["resnet", "rn:bad"], "resnet arch"),
+    (["cache", "export"], "cache export: needs a target file"),
+    (["build-lut", "resnet", "-n", "1"], "the calibration needs at least 2 archs"),
+    (["eval-predictor", "resnet", "--holdout", "1.5"], "--holdout: must lie in (0, 1)"),
+    (["eval-predictor", "resnet", "--regressor", "oracle"], "must be one of ['gbr', 'ridge']"),
+    (["eval-predictor", "resnet"], "needs measured archs outside the LUT calibration set"),
+    (["build-lut", "nospace", "-n", "2"], "space: must be one of"),
+])
+def test_bad_input_is_one_clear_line(capsys, db, argv, message):
+    code, _, err = _run(capsys, *argv, "--cache", db)
+    assert code == 2 and message in err and "Fix:" in err
+
+
+def test_cuda_on_a_cpu_machine(capsys, db):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code, _, err = _run(capsys, "resnet", ARCH, "--device", "cuda", "--cache", db)
+    assert code == 2 and "CUDA asked on a CPU machine" in err
+
+
+def test_help_lists_the_sub_commands(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["cost", "-h"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "SPACE ARCH" in out and "build-lut" in out and "eval-predictor" in out

@@ -1,0 +1,109 @@
+"""Study files: every shipped study validates; bad input reports every problem at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import REPO, tabular_raw, write_study
+
+from common.errors import ConfigError
+from nas.config import STUDIES_DIR, load_study, validate_study
+from nas.objectives import METRICS
+
+STUDIES = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
+
+
+def test_required_studies_ship() -> None:
+    assert {"quickstart", "fmnist_mbconv_pcm", "fmnist_vit_int8", "fmnist_resnet_pcm",
+            "nb201_table"} <= set(STUDIES)
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_every_study_validates(name: str) -> None:
+    cfg = load_study(name)
+    assert cfg.name == name
+    objs = cfg.objectives_resolved()
+    assert len({o.key for o in objs}) == len(objs) >= 2
+    assert all(o.direction in ("minimize", "maximize") for o in objs)
+
+
+def test_load_by_path_and_overrides(tmp_path: Path) -> None:
+    path = write_study(tmp_path, tabular_raw("by_path"))
+    cfg = load_study(path, {"n_trials": 7, "ray.max_concurrent": 3, "sampler.name": "nsga2"})
+    assert (cfg.n_trials, cfg.ray.max_concurrent, cfg.sampler.name) == (7, 3, "nsga2")
+
+
+def test_defaults_and_keys() -> None:
+    cfg = validate_study(tabular_raw(objectives=[
+        {"metric": "accuracy", "hw": "pcm", "time": "24h"}, {"metric": "latency"},
+        {"metric": "accuracy"}], tabular=None, data={"name": "digits"}))
+    assert [o.key for o in cfg.objectives_resolved()] == ["acc_pcm@1d", "latency_ms",
+                                                          "acc_digital"]
+    assert cfg.sampler.name == "default" and cfg.backend == "optuna"
+    assert cfg.storage_url(Path("/x/runs/tab")).endswith("/x/runs/tab/study.db")
+
+
+@pytest.mark.parametrize("name", METRICS.list())
+def test_every_metric_is_an_objective(name: str) -> None:
+    raw = tabular_raw(tabular=None, data={"name": "digits"},
+                      objectives=[{"metric": name}, {"metric": "params" if name != "params"
+                                                     else "macs"}])
+    obj = validate_study(raw).objectives_resolved()[0]
+    assert obj.direction == METRICS.get(name).direction
+    assert obj.key.startswith(METRICS.get(name).column)
+
+
+def _problems(raw: dict) -> dict[str, str]:
+    with pytest.raises(ConfigError) as info:
+        validate_study(raw)
+    return {p.where: f"{p.rule} | {p.value!r} | {p.fix}" for p in info.value.problems}
+
+
+def test_every_problem_reported_at_once() -> None:
+    raw = tabular_raw(name="bad name", space="resnet50", n_trials=-3, colour="blue",
+                      objectives=[{"metric": "accuracy", "hw": "pcm9", "time": "1 fortnight"},
+                                  {"metric": "latency", "hw": "pcm"}, {"metric": "latency"},
+                                  {"metric": "params", "direction": "maximize"},
+                                  {"metric": "speed"}],
+                      constraints=[{"metric": "latency"}],
+                      sampler={"name": "tpe", "options": {"n_startup": 3}},
+                      backend="ray", workers=2, storage="http://nope", tabular=None,
+                      data={"name": "mnist"})
+    got = _problems(raw)
+    expected = {"name", "n_trials", "colour", "space", "data.name", "objectives[0].hw",
+                "objectives[0].time", "objectives[1].hw", "objectives[2]",
+                "objectives[3].direction", "objectives[4].metric", "constraints[0]",
+                "sampler.options", "workers", "storage"}
+    assert expected <= set(got), set(expected) - set(got)
+    assert "resnet50" in got["space"] and "hwnas spaces list" in got["space"]
+    assert "1 fortnight" in got["objectives[0].time"] and "30d" in got["objectives[0].time"]
+    assert "objectives must differ" in got["objectives[2]"]
+    assert "allowed here" in got["colour"] and "n_trials" in got["colour"]
+    assert "n_startup_trials" in got["sampler.options"]
+
+
+@pytest.mark.parametrize("change, where", [
+    ({"sampler": "simulated_annealing"}, "sampler.name"),
+    ({"tabular": {"path": "nowhere.parquet"}}, "tabular.path"),
+    ({"tabular": {"path": str(REPO / "bench/data/nb201_fmnist.parquet"), "key": "cell"}},
+     "tabular.key"),
+    ({"objectives": [{"metric": "accuracy", "hw": "fq8"}, {"metric": "latency"}]}, "tabular"),
+    ({"train": {"epochs": 0}}, "train.epochs"),
+    ({"hw_eval": {"repeats": 0}}, "hw_eval.repeats"),
+    ({"objectives": []}, "objectives"),
+])
+def test_one_bad_field(change: dict, where: str) -> None:
+    assert where in _problems(tabular_raw(**change))
+
+
+def test_unknown_study_name_lists_known() -> None:
+    with pytest.raises(ConfigError, match="quickstart"):
+        load_study("no_such_study")
+
+
+def test_bad_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(ConfigError, match="valid YAML"):
+        load_study(path)
