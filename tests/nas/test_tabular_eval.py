@@ -12,7 +12,8 @@ from nas.tabular import TabularEvaluator
 
 
 def test_lookup_every_row(table: pd.DataFrame) -> None:
-    from conftest import TABLE
+    # The session's table path, not `from conftest import`: several test folders hold a conftest.
+    TABLE = Path(__file__).resolve().parents[2] / "bench" / "data" / "nb201_fmnist.parquet"
 
     ev = TabularEvaluator(TABLE)
     assert len(ev) == len(table) == 15625
