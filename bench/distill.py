@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import torch
+from _results import replace_section  # bench/ is on sys.path when run as a script
 
 from common.provenance import device_name, git_revision, versions
 from compress.distill import DistillConfig, Distiller
@@ -107,19 +108,6 @@ def write(args: argparse.Namespace, rows: list[dict], teacher_acc: float, teache
               f" | {_ms(gains)} | | |", ""]
     replace_section(Path(args.out), "distill", "\n".join(lines))
     print("\n".join(lines))
-
-
-def replace_section(path: Path, name: str, text: str) -> None:
-    """Put ``text`` between this bench's markers in the shared results file."""
-    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
-    old = path.read_text() if path.exists() else ""
-    block = f"{start}\n{text}\n{end}"
-    if start in old and end in old:
-        new = old[:old.index(start)] + block + old[old.index(end) + len(end):]
-    else:
-        new = (old.rstrip() + "\n\n" if old.strip() else "") + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(new)
 
 
 if __name__ == "__main__":

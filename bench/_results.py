@@ -1,0 +1,19 @@
+"""Shared by the bench scripts: write one bench's section into a shared results file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def replace_section(path: Path, name: str, text: str) -> None:
+    """Put ``text`` between this bench's markers in the shared results file, so several benches
+    can update one file without overwriting each other's sections."""
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    old = path.read_text() if path.exists() else ""
+    block = f"{start}\n{text}\n{end}"
+    if start in old and end in old:
+        new = old[:old.index(start)] + block + old[old.index(end) + len(end):]
+    else:
+        new = (old.rstrip() + "\n\n" if old.strip() else "") + block + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new)
