@@ -17,3 +17,11 @@ def replace_section(path: Path, name: str, text: str) -> None:
         new = (old.rstrip() + "\n\n" if old.strip() else "") + block + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(new)
+
+
+def publish(text: str, out: str | Path | None) -> None:
+    """Print a bench's report and, when ``out`` is given, write it there too."""
+    print(text)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text if text.endswith("\n") else text + "\n")

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _results import publish  # bench/ is on sys.path when run as a script
+
 from common.provenance import cpu_model, git_revision, versions
 
 ARCH = "rn:s16-d1r1c16-d1r1c32-d1r1c64"
@@ -89,10 +91,7 @@ def main() -> None:
     args = p.parse_args()
     results = [run_one(command(args, seed)) for seed in args.seeds]
     text = report(args, results)
-    print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text)
+    publish(text, args.out)
 
 
 if __name__ == "__main__":

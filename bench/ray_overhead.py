@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _results import publish  # bench/ is on sys.path when run as a script
+
 from common.provenance import provenance
 from nas.config import load_study
 from nas.run import run_search
@@ -72,9 +74,7 @@ def main(argv: list[str] | None = None) -> None:
         f"Ray / Optuna per-trial overhead: {ratio:.1f}x. Device: {prov['device']}; ray "
         f"{prov['versions'].get('ray')}, optuna {prov['versions'].get('optuna')}; "
         f"git {prov['git']}, {prov['time_utc']}."]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish("\n".join(lines), OUT)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import optuna
+from _results import publish  # bench/ is on sys.path when run as a script
 
 from common.provenance import provenance
 from nas.pareto import hypervolume
@@ -95,9 +96,7 @@ def write(results: dict, seconds: dict, budgets: list[int], ref: list[float], be
               + ", ".join(f"{k} {v}" for k, v in prov["versions"].items()
                           if k in ("python", "optuna", "torch", "numpy")),
               f"git {prov['git']}, {prov['time_utc']}."]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish("\n".join(lines), OUT)
 
 
 if __name__ == "__main__":

@@ -27,10 +27,10 @@ import copy
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from _results import publish  # bench/ is on sys.path when run as a script
 from torch import nn
 
 from common.provenance import device_name, git_revision, versions
@@ -181,10 +181,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     text = report(args, measure(args))
-    print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text)
+    publish(text, args.out)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import torch
 from common.errors import Problem
 from common.provenance import cpu_model
 from common.registry import Registry
+from common.threads import torch_threads
 
 
 class LatencyBackend(Protocol):
@@ -61,15 +62,9 @@ class CpuBackend:
 
     @contextmanager
     def session(self, device: str, threads: int | None) -> Iterator[int]:
-        # The thread count changes latency more than anything else on CPU: pin it, and put the
-        # caller's setting back afterwards so measuring has no side effect on training.
-        previous = torch.get_num_threads()
-        if threads is not None:
-            torch.set_num_threads(threads)
-        try:
-            yield torch.get_num_threads()
-        finally:
-            torch.set_num_threads(previous)
+        # Pinned: the thread count changes latency more than anything else on CPU.
+        with torch_threads(threads) as n:
+            yield n
 
     def time_ms(self, fn: Callable[[], object], n: int, clock: str = "wall",
                 between: Callable[[], object] | None = None) -> list[float]:

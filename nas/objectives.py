@@ -75,18 +75,26 @@ def time_label(time: str | float | int | None) -> str | None:
     return format_time(parse_time(time))
 
 
+class _AtHardware:
+    """A metric read under one hardware model at one drift time: its column name is ``key``."""
+
+    metric: Metric
+    hw: str | None
+    time: str | None
+
+    @property
+    def key(self) -> str:
+        return self.metric.key(self.hw, self.time)
+
+
 @dataclass(frozen=True)
-class Objective:
+class Objective(_AtHardware):
     """A metric to optimize, resolved against the registry."""
 
     metric: Metric
     direction: Direction
     hw: str | None = None
     time: str | None = None
-
-    @property
-    def key(self) -> str:
-        return self.metric.key(self.hw, self.time)
 
     @property
     def label(self) -> str:
@@ -97,7 +105,7 @@ class Objective:
 
 
 @dataclass(frozen=True)
-class Budget:
+class Budget(_AtHardware):
     """A constraint ``min <= value <= max``; Optuna's convention: violation <= 0 is feasible."""
 
     metric: Metric
@@ -105,10 +113,6 @@ class Budget:
     min: float | None = None
     hw: str | None = None
     time: str | None = None
-
-    @property
-    def key(self) -> str:
-        return self.metric.key(self.hw, self.time)
 
     @property
     def early(self) -> bool:

@@ -10,6 +10,7 @@ from torch import nn
 
 from common.errors import ConfigError, Problem
 from common.registry import Registry
+from search_spaces import choices
 
 SPACES: Registry[type[SearchSpace]] = Registry("space")
 
@@ -73,6 +74,28 @@ class SearchSpace(abc.ABC):
     def validate(self, arch: str) -> str:
         self.decode(arch)
         return arch
+
+
+class TableSpace(SearchSpace):
+    """A space whose spec is a flat ``{param: value}`` dict checked against one choice table."""
+
+    table: ClassVar[choices.Table]
+
+    def _checked(self, arch: str, params: dict[str, Any],
+                 problems: list[str] | None = None) -> dict[str, Any]:
+        """``params`` if they are in the table and ``arch`` is their one canonical string."""
+        problems = [*(problems or []), *choices.check(params, self.table)]
+        if problems:
+            raise ArchError.bad(self, arch, "; ".join(problems))
+        if self.encode(params) != arch:  # e.g. leading zeros: keep one string per arch
+            raise ArchError.bad(self, arch, f"is not canonical; write {self.encode(params)!r}")
+        return params
+
+    def mutate(self, arch: str, rng: random.Random) -> str:
+        return self.encode(choices.mutate_one(self.decode(arch), self.table, rng))
+
+    def size(self) -> int:
+        return choices.count(self.table)
 
 
 class _RandomTrial:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import re
 from functools import partial
 from typing import Any
@@ -14,7 +13,7 @@ from timm.models.efficientnet import EfficientNet
 from torch import nn
 
 from search_spaces import choices, layout
-from search_spaces.base import ArchError, SearchSpace, register_space
+from search_spaces.base import ArchError, TableSpace, register_space
 from search_spaces.stats import reference_stats
 
 ACTS = {"re": "relu", "hs": "hard_swish", "sw": "silu"}
@@ -39,7 +38,7 @@ def _table() -> dict[str, choices.Values]:
 
 
 @register_space("mbconv")
-class MBConvSpace(SearchSpace):
+class MBConvSpace(TableSpace):
     """MobileNetV3/EfficientNet-style MBConv space (5 stages, built by timm's EfficientNet builder).
 
     Arch string: mb:<act>-s<stem>-<stage1>-<stage2>-<stage3>-<stage4>-<stage5>
@@ -81,26 +80,12 @@ class MBConvSpace(SearchSpace):
                        f"s{i}_se": m.group(5) is not None}
         return self._checked(arch, params)
 
-    def _checked(self, arch: str, params: dict[str, Any]) -> dict[str, Any]:
-        problems = choices.check(params, self.table)
-        if problems:
-            raise ArchError.bad(self, arch, "; ".join(problems))
-        if self.encode(params) != arch:  # e.g. leading zeros: keep one string per arch
-            raise ArchError.bad(self, arch, f"is not canonical; write {self.encode(params)!r}")
-        return params
-
     def encode(self, spec: dict[str, Any]) -> str:
         stages = [
             f"k{spec[f's{i}_kernel']}e{spec[f's{i}_expand']}c{spec[f's{i}_width']}"
             f"d{spec[f's{i}_depth']}{'se' if spec[f's{i}_se'] else ''}"
             for i in range(1, len(STAGES) + 1)]
         return "-".join([f"mb:{spec['act']}", f"s{spec['stem']}", *stages])
-
-    def mutate(self, arch: str, rng: random.Random) -> str:
-        return self.encode(choices.mutate_one(self.decode(arch), self.table, rng))
-
-    def size(self) -> int:
-        return choices.count(self.table)
 
     def block_strings(self, arch: str, img_size: int) -> tuple[int, list[list[str]]]:
         """(stem stride, timm block strings per stage) for ``arch`` at ``img_size``."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import re
 from typing import Any
 
@@ -10,7 +9,7 @@ import torch
 from torch import nn
 
 from search_spaces import choices, layout
-from search_spaces.base import ArchError, SearchSpace, register_space
+from search_spaces.base import ArchError, TableSpace, register_space
 from search_spaces.stats import reference_stats
 
 OPS = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")
@@ -94,7 +93,7 @@ class NB201Net(nn.Module):
 
 
 @register_space("nb201")
-class NB201Space(SearchSpace):
+class NB201Space(TableSpace):
     """NAS-Bench-201 cell space: 6 edges of a 4-node cell, 5 ops each (15,625 cells).
 
     Arch string: the benchmark's own, one |op~i| per edge into node j from node i < j, nodes
@@ -130,23 +129,12 @@ class NB201Space(SearchSpace):
                 problems.append(f"node {j} must take inputs ~0..~{j - 1} in order")
                 continue
             params |= {edge_name(j, int(i)): op for op, i in edges}
-        problems += choices.check(params, self.table)
-        if problems:
-            raise ArchError.bad(self, arch, "; ".join(problems))
-        if self.encode(params) != arch:  # e.g. ~00: keep one string per arch
-            raise ArchError.bad(self, arch, f"is not canonical; write {self.encode(params)!r}")
-        return params
+        return self._checked(arch, params, problems)
 
     def encode(self, spec: dict[str, Any]) -> str:
         nodes = ["|" + "".join(f"{spec[edge_name(j, i)]}~{i}|" for i in range(j))
                  for j in range(1, NODES)]
         return "+".join(nodes)
-
-    def mutate(self, arch: str, rng: random.Random) -> str:
-        return self.encode(choices.mutate_one(self.decode(arch), self.table, rng))
-
-    def size(self) -> int:
-        return choices.count(self.table)
 
     def build(self, arch: str, *, in_chans: int, num_classes: int, img_size: int) -> nn.Module:
         layout.check_build_args(self.name, in_chans=in_chans, num_classes=num_classes,

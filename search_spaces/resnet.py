@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from search_spaces import choices, layout
-from search_spaces.base import ArchError, SearchSpace, register_space
+from search_spaces.base import ArchError, TableSpace, register_space
 from search_spaces.stats import reference_stats
 
 MAX_GROUPS = 4
@@ -63,7 +63,7 @@ class ResNetLike(nn.Module):
 
 
 @register_space("resnet")
-class ResNetSpace(SearchSpace):
+class ResNetSpace(TableSpace):
     """AnalogNAS-like ResNet macro space of dense 3x3 residual blocks with parallel branches.
 
     Arch string: rn:s<stem>-<group1>[-<group2>...]   (1-4 groups, one per resolution stage)
@@ -110,12 +110,7 @@ class ResNetSpace(SearchSpace):
                 raise ArchError.bad(self, arch, f"group {g} must be d<blocks>r<branches>c<width>, "
                                                 f"got {token!r}")
             params |= dict(zip(_group_table(g), map(int, m.groups()), strict=True))
-        problems = choices.check(params, self.table)
-        if problems:
-            raise ArchError.bad(self, arch, "; ".join(problems))
-        if self.encode(params) != arch:
-            raise ArchError.bad(self, arch, f"is not canonical; write {self.encode(params)!r}")
-        return params
+        return self._checked(arch, params)
 
     def encode(self, spec: dict[str, Any]) -> str:
         groups = [f"d{spec[f'g{g}_blocks']}r{spec[f'g{g}_branches']}c{spec[f'g{g}_width']}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import random
 import re
 from functools import partial
 from typing import Any
@@ -13,14 +12,14 @@ from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from search_spaces import choices, layout
-from search_spaces.base import ArchError, SearchSpace, register_space
+from search_spaces.base import ArchError, TableSpace, register_space
 from search_spaces.stats import reference_stats
 
 _ARCH = re.compile(r"vit:p(\d+)-e(\d+)-d(\d+)-h(\d+)-m(\d+)")
 
 
 @register_space("vit")
-class ViTSpace(SearchSpace):
+class ViTSpace(TableSpace):
     """Vision-transformer space (timm VisionTransformer, mean-pooled tokens, no class token).
 
     Arch string: vit:p<patch>-e<embed>-d<depth>-h<heads>-m<mlp ratio>
@@ -49,22 +48,11 @@ class ViTSpace(SearchSpace):
             raise ArchError.bad(self, arch, "must read vit:p<patch>-e<embed>-d<depth>-h<heads>"
                                             "-m<mlp ratio>")
         params = dict(zip(self.table, map(int, m.groups()), strict=True))
-        problems = choices.check(params, self.table)
-        if problems:
-            raise ArchError.bad(self, arch, "; ".join(problems))
-        if self.encode(params) != arch:
-            raise ArchError.bad(self, arch, f"is not canonical; write {self.encode(params)!r}")
-        return params
+        return self._checked(arch, params)
 
     def encode(self, spec: dict[str, Any]) -> str:
         return (f"vit:p{spec['patch']}-e{spec['embed']}-d{spec['depth']}-h{spec['heads']}"
                 f"-m{spec['mlp_ratio']}")
-
-    def mutate(self, arch: str, rng: random.Random) -> str:
-        return self.encode(choices.mutate_one(self.decode(arch), self.table, rng))
-
-    def size(self) -> int:
-        return choices.count(self.table)
 
     def build(self, arch: str, *, in_chans: int, num_classes: int, img_size: int) -> nn.Module:
         layout.check_build_args(self.name, in_chans=in_chans, num_classes=num_classes,

@@ -6,14 +6,14 @@ import pytest
 import torch
 from torch import nn
 
+from common.threads import torch_threads
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
     # These models are tiny: a second intra-op thread only adds spin-waiting on a busy host.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 def small_cnn(*, depthwise: bool = False, bias: bool = True) -> nn.Module:

@@ -4,15 +4,14 @@ only add synchronisation, and other test processes share the cores)."""
 from __future__ import annotations
 
 import pytest
-import torch
+
+from common.threads import torch_threads
 
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="session")

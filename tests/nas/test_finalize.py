@@ -12,6 +12,7 @@ import torch
 import yaml
 
 from common.errors import ConfigError
+from common.threads import torch_threads
 from nas.cli import main as cli
 from nas.commands.finalize import parse_count, parse_latency_ms
 from nas.export import arch_dirname, export_model, load_checkpoint, save_checkpoint
@@ -30,10 +31,8 @@ STUDY = {
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")

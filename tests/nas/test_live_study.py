@@ -9,8 +9,8 @@ from pathlib import Path
 import optuna
 import pytest
 import torch
-from conftest import live_raw, write_study
 from optuna.trial import TrialState
+from study_files import live_raw, write_study
 
 from common.errors import ConfigError
 from nas import store

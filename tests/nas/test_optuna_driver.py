@@ -8,8 +8,8 @@ from pathlib import Path
 import optuna
 import pandas as pd
 import pytest
-from conftest import tabular_raw, write_study
 from optuna.trial import TrialState
+from study_files import tabular_raw, write_study
 
 from nas.cli import main
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import live_raw, write_study
 from optuna.trial import TrialState
+from study_files import live_raw, write_study
 
 from nas import store
 from nas.cli import main

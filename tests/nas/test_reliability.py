@@ -11,9 +11,9 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import REPO, live_raw, tabular_raw, write_study
 from optuna.trial import TrialState
 from pg_server import pg_server, unavailable
+from study_files import REPO, live_raw, tabular_raw, write_study
 
 from nas.cli import main
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import optuna
 import pytest
-from conftest import TABLE
+from study_files import TABLE
 
 from common.errors import ConfigError
 from nas.samplers import list_samplers, make_sampler

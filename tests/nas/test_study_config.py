@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REPO, tabular_raw, write_study
+from study_files import REPO, tabular_raw, write_study
 
 from common.errors import ConfigError
 from nas.config import STUDIES_DIR, load_study, validate_study

@@ -6,15 +6,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from study_files import TABLE
 
 from common.errors import ConfigError
 from nas.tabular import TabularEvaluator
 
 
 def test_lookup_every_row(table: pd.DataFrame) -> None:
-    # The session's table path, not `from conftest import`: several test folders hold a conftest.
-    TABLE = Path(__file__).resolve().parents[2] / "bench" / "data" / "nb201_fmnist.parquet"
-
     ev = TabularEvaluator(TABLE)
     assert len(ev) == len(table) == 15625
     row = table.iloc[123]

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from common.errors import ConfigError
+from common.threads import torch_threads
 from search_spaces import ArchError, get_space, list_spaces
 from search_spaces.stats import count_params_macs, reference_stats
 
@@ -32,10 +33,8 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
     # Small models on a shared 2-core machine: threads only add contention.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 def _archs(name: str, n: int, seed: int = 0) -> list[str]:

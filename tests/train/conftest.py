@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 from datagen import make_cifar_dir, make_image_folder
+
+from common.threads import torch_threads
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +38,5 @@ def dataset_kwargs(data_files: Path):
 def _one_thread():
     """One torch thread: several test runs share two cores here, and with more threads than
     free cores OpenMP's spinning threads slow small models down by 10x or more."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from common.errors import ConfigError, HwnasError
+from common.threads import torch_threads
 from train.ddp import DDPJob, Dist, FileStore, build_loss, run_job, train
 
 HERE = Path(__file__).resolve().parent
@@ -36,10 +37,8 @@ def killer_loss(*, kill_at: int, marker: str, rank: int = 1, device: str = "cpu"
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture
