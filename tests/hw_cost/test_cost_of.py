@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -11,6 +12,7 @@ from hw_cost_helpers import FAST
 import hw_cost.roofline as roofline
 from common.errors import ConfigError
 from hw_cost.api import cost_of
+from hw_cost.latency import StopRule
 from search_spaces import get_space, list_spaces
 
 SHAPE = (1, 16, 16)
@@ -25,7 +27,7 @@ def small_ceilings(monkeypatch):
 
 def _cost(space: str, arch: str, cache, **kw):
     return cost_of(space, arch, input_shape=kw.pop("input_shape", SHAPE), num_classes=10,
-                   cache=cache, threads=1, rule=FAST, **kw)
+                   cache=cache, threads=1, rule=kw.pop("rule", FAST), **kw)
 
 
 @pytest.mark.parametrize("space", list_spaces())
@@ -51,6 +53,33 @@ def test_second_call_is_a_cache_hit_and_refresh_remeasures(cache):
     assert _cost("resnet", arch, cache, refresh=True)["cached"] is False
     assert _cost("resnet", arch, cache, batch_size=2)["cached"] is False  # another key
     assert cache.stats()["costs"] == 2
+
+
+def test_an_unstable_cached_figure_is_measured_again_and_the_precise_one_kept(cache):
+    # A figure stored from a noisy moment (stop rule never met) must not be served for ever.
+    arch = get_space("resnet").random_arch(random.Random(3))
+    first = _cost("resnet", arch, cache)
+    _overwrite(cache, latency_ms=99.0, latency_stable=False, latency_cv=0.9)
+    again = _cost("resnet", arch, cache)
+    assert again["cached"] is False and again["latency_ms"] != 99.0
+    assert cache.rows()[0]["value"]["latency_ms"] == again["latency_ms"]
+    assert cache.stats()["costs"] == 1 and first["macs"] == again["macs"]
+    # Kept when the re-measurement is noisier still (a stop rule nothing can meet).
+    _overwrite(cache, latency_ms=99.0, latency_stable=False, latency_cv=0.0)
+    kept = _cost("resnet", arch, cache, rule=NEVER_STABLE)
+    assert kept["cached"] is True and kept["latency_ms"] == 99.0
+    assert cache.rows()[0]["value"]["latency_ms"] == 99.0
+
+
+NEVER_STABLE = StopRule(window=5, rel_tol=0.0, min_repeats=5, max_seconds=0.1,
+                        warmup_seconds=0.0, warmup_calls=1)
+
+
+def _overwrite(cache, **changes) -> None:
+    """Edit the one stored cost row in place, as if an earlier run had measured these figures."""
+    (row,) = cache.rows()
+    cache.conn.execute("UPDATE costs SET value = ?", (json.dumps({**row["value"], **changes}),))
+    cache.conn.commit()
 
 
 def test_no_cache_writes_nothing(cache):
