@@ -14,6 +14,7 @@ times. Same model (``resnet`` space), data, recipe and global batch in every run
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -85,7 +86,8 @@ def write(args: argparse.Namespace, results: dict) -> None:
         f"Device: {device_name(args.device)} (per-process threads as listed); git "
         f"{git_revision()}; torch {versions()['torch']}. `resnet` `{ARCH}`, global batch "
         f"{args.batch}, {args.epochs} epochs on {args.train_limit} images, seeds {args.seeds}. "
-        "Times are training only (inside the job, after start-up) on a shared, busy machine.", "",
+        "Times are training only (inside the job, after start-up); 1-minute load average at the "
+        f"end {os.getloadavg()[0]:.2f} (this bench alone keeps it near 2).", "",
         "| processes x threads | train s (median, min-max) | images/s (median) | E = t1/(p tp) "
         "| val acc | test acc |", "|---|---|---|---|---|---|"]
     for (p, th), rs in results.items():
