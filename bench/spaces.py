@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from _results import publish  # bench/ is on sys.path when run as a script
 
 from common.provenance import device_name, versions
 from search_spaces import get_space, list_spaces
@@ -103,11 +104,10 @@ def main() -> None:
             f"per space, ms; meta/cpu = median per-arch ratio of the two counting paths "
             f"(build included in both):\n\n{count}\n\nTraining step (SGD, batch 128, "
             f"fp32), images/s median (p10-p90) over {args.repeats} steps:\n\n{train}\n")
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(f"command: `python bench/spaces.py --archs {args.archs} --repeats "
-                            f"{args.repeats} --threads {args.threads}`\n\n{text}")
+    command = (f"python bench/spaces.py --archs {args.archs} --repeats {args.repeats} "
+               f"--threads {args.threads}")
+    publish(f"## Search spaces: build, count and train-step cost\n\ncommand: `{command}`\n\n"
+            f"{text}", args.out)
 
 
 if __name__ == "__main__":
