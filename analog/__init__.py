@@ -3,7 +3,8 @@ analog in-memory computing with aihwkit (PCM noise, drift, compensation), HWA tr
 experiments. Hardware models are applied from outside: ``analog.apply(model, hw)``.
 
 Public API: ``apply``, ``list_hw``, ``get_hw``, ``evaluate`` -> ``DriftResult``, ``hwa_fit``,
-``parse_time``; coverage of a model on analog tiles: ``coverage``.
+``parse_time``; ``freeze_dead_channels`` (before mapping a model whose
+channels died in training); coverage of a model on analog tiles: ``coverage``.
 """
 
 from __future__ import annotations
@@ -14,8 +15,16 @@ from torch import Tensor, nn
 
 from analog import aimc as _aimc  # noqa: F401  (registers pcm, pcm_ideal, pcm_hwa)
 from analog import quant as _quant  # noqa: F401  (registers fq8, fq4, w4a8, int8)
+from analog.channels import dead_channels, freeze_dead_channels
 from analog.coverage import Coverage, CoverageWarning, coverage
-from analog.drift import AnalogModeWarning, DriftResult, FastPathWarning, TimePoint, evaluate
+from analog.drift import (
+    AnalogModeWarning,
+    DeadChannelWarning,
+    DriftResult,
+    FastPathWarning,
+    TimePoint,
+    evaluate,
+)
 from analog.hw import HW, HardwareModel, get_hw, list_hw
 from analog.hwa import HwaOptions, hwa_fit
 from analog.times import format_time, parse_time, parse_times
@@ -32,7 +41,8 @@ def apply(model: nn.Module, hw: str, *, calib: Tensor | None = None, **overrides
 
 
 __all__ = [
-    "HW", "AnalogModeWarning", "Coverage", "CoverageWarning", "DriftResult", "FastPathWarning",
-    "HardwareModel", "HwaOptions", "TimePoint", "apply", "coverage", "evaluate", "format_time",
-    "get_hw", "hwa_fit", "list_hw", "parse_time", "parse_times",
+    "HW", "AnalogModeWarning", "Coverage", "CoverageWarning", "DeadChannelWarning", "DriftResult",
+    "FastPathWarning", "HardwareModel", "HwaOptions", "TimePoint", "apply", "coverage",
+    "dead_channels", "evaluate", "format_time", "freeze_dead_channels", "get_hw", "hwa_fit",
+    "list_hw", "parse_time", "parse_times",
 ]

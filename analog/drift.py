@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from analog.channels import dead_channels
 from analog.coverage import coverage, warn_if_partial
 from analog.fast import FastAnalogModel, fast_unsupported
 from analog.hw import HardwareModel, get_hw
@@ -32,6 +33,21 @@ class FastPathWarning(UserWarning):
 
 class AnalogModeWarning(UserWarning):
     """An analog model was handed over in train mode and is switched to eval mode."""
+
+
+class DeadChannelWarning(UserWarning):
+    """Channels with all-zero weights feed a batch norm: on tiles they read amplified noise."""
+
+
+def _warn_dead(model: nn.Module, hw: HardwareModel, notes: list[str]) -> None:
+    n = dead_channels(model)
+    if n:
+        note = (f"{hw.name}: {n} dead channel(s) (all-zero weights, constant batch-norm input) "
+                "read programming noise that the batch norm amplifies about 300x; "
+                "analog.freeze_dead_channels(model) removes them without changing the digital "
+                "function")
+        warnings.warn(note, DeadChannelWarning, stacklevel=4)
+        notes.append(note)
 
 
 @dataclass
@@ -185,6 +201,7 @@ def _analog_model(model, hw, x, calib, fast, device, options, notes) -> tuple[nn
                           "compensation)", AnalogModeWarning, stacklevel=3)
         return model.eval(), "aihwkit"
     rpu = hw.rpu_config(**options)
+    _warn_dead(model, hw, notes)
     reasons = fast_unsupported(model, rpu)
     if fast and not reasons:
         warn_if_partial(coverage(model, x[:1]), model, hw.name)

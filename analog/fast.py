@@ -128,7 +128,7 @@ class _Patches:
         view = view[..., ::dh, ::dw]  # (n, C, Ho, Wo, kh, kw)
         self.view = view.permute(0, 1, 4, 5, 2, 3)
         self.n, _, _, _, self.ho, self.wo = self.view.shape
-        self.pool = {"kernel_size": (kh, kw), "stride": (sh, sw), "dilation": (dh, dw)}
+        self.kernel, self.dilation, self.stride = (kh, kw), (dh, dw), (sh, sw)
 
     def scale(self, io: IOModel, c0: int, c1: int) -> Tensor:
         """Raw noise-management scale of each patch over channels [c0, c1): (n, 1, L)."""
@@ -136,7 +136,13 @@ class _Patches:
             return io.nm_scale(self.xp.new_empty(self.n, 1, self.ho * self.wo))
         chans = self.xp[:, c0:c1]
         reduced = (chans.abs() if io.nm == "ABS_MAX" else chans).amax(dim=1, keepdim=True)
-        return F.max_pool2d(reduced, **self.pool).view(self.n, 1, -1)
+        return self._window_max(reduced).view(self.n, 1, -1)
+
+    def _window_max(self, reduced: Tensor) -> Tensor:
+        # Separable: rows, then columns. On CPU 5x faster than max_pool2d on one channel.
+        (kh, kw), (dh, dw), (sh, sw) = self.kernel, self.dilation, self.stride
+        rows = reduced.unfold(2, dh * (kh - 1) + 1, sh)[..., ::dh].amax(-1)
+        return rows.unfold(3, dw * (kw - 1) + 1, sw)[..., ::dw].amax(-1)
 
     def units(self, c0: int, c1: int, factor: Tensor) -> Tensor:
         """``patch * factor`` written once, contiguous as (n, (c1-c0)*kh*kw, L)."""
@@ -209,7 +215,7 @@ class FastLayer(nn.Module):
     def _forward_chunk(self, x: Tensor, dest: Tensor | None) -> Tensor:
         gen, io = self._owner[0].generator, self.io
         inputs, hw = self._inputs(x)
-        for (raw, build, fetch), tiles in zip(inputs, self.tiles, strict=True):
+        for row, ((raw, build, fetch), tiles) in enumerate(zip(inputs, self.tiles, strict=True)):
             s, nonpositive = io.finish_scale(raw)
             units = build(1.0 / (s * io.i_unit))
             start = 0
@@ -220,11 +226,14 @@ class FastLayer(nn.Module):
                 y = io.run(tile.weight, gen, s=s, units=shared, vectors=fetch,
                            nonpositive=nonpositive)
                 if dest is None:
-                    dest = y.new_zeros(y.shape[0], sum(self.out_sizes), y.shape[2])
+                    dest = y.new_empty(y.shape[0], sum(self.out_sizes), y.shape[2])
                 rows = dest[:, start:start + y.shape[1]]
                 scale = tile.out_scale()
-                if isinstance(scale, Tensor):
-                    rows.addcmul_(y, scale.view(1, -1, 1))
+                scale = scale.view(1, -1, 1) if isinstance(scale, Tensor) else scale
+                if row == 0:  # the first tile row covers every output: write, no zero-fill
+                    torch.mul(y, scale, out=rows)
+                elif isinstance(scale, Tensor):
+                    rows.addcmul_(y, scale)
                 else:
                     rows.add_(y, alpha=scale)
                 start += y.shape[1]
@@ -245,9 +254,9 @@ class FastLayer(nn.Module):
         step = max(1, CHUNK_ELEMENTS // per_image) if x.device.type == "cpu" else len(x)
         out = x.new_empty(len(x), layer.out_channels, h * w)
         for i in range(0, len(x), step):
-            dest = out[i:i + step]
-            dest.copy_(bias.expand_as(dest)) if bias is not None else dest.zero_()
-            self._forward_chunk(x[i:i + step], dest)
+            self._forward_chunk(x[i:i + step], out[i:i + step])
+        if bias is not None:
+            out += bias
         return out.view(len(x), layer.out_channels, h, w)
 
     def _perfect(self, x: Tensor) -> Tensor:

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from analog.channels import freeze_dead_channels
 from analog.coverage import split_layers
 from analog.hw import HardwareModel, get_hw
 from common.errors import ConfigError, Problem
@@ -113,6 +114,9 @@ def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions):
     cfg = replace(cfg or FitConfig(), channels_last=False)
     result = fit(analog, data, cfg, step_hook=clip if opts.clip_sigma is not None else None)
     _copy_back(analog, model)
+    # Training noise is relative to each channel's max, so a channel that weight decay drove
+    # to exactly zero trained noise-free but would read full-scale noise on the hardware.
+    freeze_dead_channels(model)
     return result
 
 

@@ -5,7 +5,7 @@ and on ``pcm`` at several drift times (mean +- std over repeats, fast path valid
 aihwkit by tests/analog/test_fast.py), with and without global drift compensation, before and
 after HWA fine-tuning. Same code path as ``hwnas analog-eval`` (analog.experiment).
 
-    .venv/bin/python bench/drift_study.py --epochs 3 --hwa-epochs 1 --repeats 10
+    .venv/bin/python bench/drift_study.py --epochs 3 --hwa-epochs 2 --hwa-noise 0.1 --repeats 10
 
 Writes analog_eval.{csv,png,json} to --out and prints a markdown table (append it to
 bench/results/analog.md). The trained digital model is saved as an hwnas checkpoint in --out.
@@ -35,9 +35,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--data", default="fashion_mnist")
     p.add_argument("--epochs", type=float, default=3.0)
     p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--hwa-epochs", type=float, default=1.0)
+    p.add_argument("--hwa-epochs", type=float, default=2.0)
     p.add_argument("--hwa-lr", type=float, default=0.01)
-    p.add_argument("--hwa-noise", type=float, default=0.05)
+    p.add_argument("--hwa-noise", type=float, default=0.1)
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--times", default="1s,1h,1d,30d,1y")
     p.add_argument("--train-limit", type=int, default=None)

@@ -138,3 +138,20 @@ def test_tile_split_matches_aihwkit(size, max_size):
     from aihwkit.simulator.tiles.array import TileModuleArray
 
     assert split_sizes(size, max_size) == TileModuleArray.get_split_sizes(None, size, max_size)
+
+
+@pytest.mark.parametrize(("kernel", "stride", "dilation", "padding"),
+                         [(3, 1, 1, 1), (3, 2, 1, 1), (5, 2, 2, 3), ((1, 3), (2, 1), 1, 0)])
+def test_patch_scale_is_the_window_max(kernel, stride, dilation, padding):
+    from analog.fast import _Patches
+
+    conv = nn.Conv2d(4, 8, kernel, stride=stride, dilation=dilation, padding=padding)
+    x = torch.randn(3, 4, 13, 11)
+    patches = _Patches(conv, x)
+    io = IOModel.of(analog.get_hw("pcm").rpu_config().forward)
+    reduced = patches.xp.abs().amax(dim=1, keepdim=True)
+    want = nn.functional.max_pool2d(reduced, kernel, stride=stride, dilation=dilation)
+    torch.testing.assert_close(patches.scale(io, 0, 4), want.view(3, 1, -1), rtol=0, atol=0)
+    # the scale is the abs-max of each im2col column
+    cols = nn.functional.unfold(x, kernel, dilation=dilation, padding=padding, stride=stride)
+    torch.testing.assert_close(patches.scale(io, 0, 4), cols.abs().amax(1, keepdim=True))
