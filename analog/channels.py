@@ -58,9 +58,7 @@ def freeze_dead_channels(model: nn.Module, *, rel_var: float = 1e-6) -> int:
         dead = _dead(layer, norm, rel_var)
         if not bool(dead.any()):
             continue
-        channels = layer.weight.shape[0]
-        bias = layer.bias.detach() if layer.bias is not None else norm.running_mean.new_zeros(
-            channels)
+        bias = layer.bias.detach() if layer.bias is not None else 0.0
         inv_std = (norm.running_var + norm.eps).rsqrt()
         constant = norm.weight.detach() * (bias - norm.running_mean) * inv_std + norm.bias.detach()
         norm.bias.data[dead] = constant[dead]
