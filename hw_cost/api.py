@@ -44,12 +44,14 @@ def device_fingerprint(device: str = "cpu", threads: int | None = None) -> dict[
 def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str = "cpu",
                   batch_size: int = 1, dtype: str = "fp32", channels_last: bool = False,
                   compile: bool | str = False, threads: int | None = None,
-                  max_seconds: float = 10.0, tile_size: int = 256, cache: CostCache | None = None,
-                  rule: StopRule | None = None, clock: str = "wall") -> dict[str, object]:
+                  max_seconds: float = 10.0, min_seconds: float = 0.0, tile_size: int = 256,
+                  cache: CostCache | None = None, rule: StopRule | None = None,
+                  clock: str = "wall") -> dict[str, object]:
     """Latency, static costs, roofline placement and analog estimate of one built model (flat)."""
     lat = measure_latency(model, input_shape, device=device, batch_size=batch_size, dtype=dtype,
                           channels_last=channels_last, compile=compile, threads=threads,
-                          max_seconds=max_seconds, rule=rule, clock=clock)
+                          max_seconds=max_seconds, min_seconds=min_seconds, rule=rule,
+                          clock=clock)
     static = static_costs(model, input_shape, batch_size=batch_size, device=device, dtype=dtype)
     ceilings = get_ceilings(device=device, dtype=dtype, threads=threads, cache=cache, clock=clock)
     roof = roofline_point(static, lat.median_ms, ceilings)
@@ -58,7 +60,7 @@ def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str =
     return {
         "latency_ms": lat.median_ms, "latency_p10_ms": lat.p10_ms, "latency_p90_ms": lat.p90_ms,
         "latency_cv": lat.cv, "latency_repeats": lat.repeats, "latency_stable": lat.stable,
-        "latency_seconds": lat.seconds,
+        "latency_seconds": lat.seconds, "latency_min_seconds": lat.min_seconds,
         **{k: v for k, v in static.items() if k not in ("batch_size", "dtype")},
         **roof,
         # The headline analog figures flat (trial attributes), the whole estimate nested.
@@ -77,7 +79,7 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
             device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
             channels_last: bool = False, compile: bool | str = False, threads: int | None = None,
             cache: CacheArg = None, refresh: bool = False, max_seconds: float = 10.0,
-            tile_size: int = 256, rule: StopRule | None = None,
+            min_seconds: float = 0.0, tile_size: int = 256, rule: StopRule | None = None,
             clock: str = "wall") -> dict[str, object]:
     """All costs of ``arch`` from ``space`` (see ``measure_model``), cached.
 
@@ -85,7 +87,8 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     does a hit whose timing never met the stop rule (see ``_more_precise``). Keys
     include ``latency_ms``, ``macs``, ``params``, ``peak_activation_bytes``, ``bound``,
     ``analog_tiles``, ``analog_mac_fraction``, ``analog_energy_uj`` and ``provenance``.
-    ``rule`` replaces the default timing stop rule (``max_seconds`` is its time cap);
+    ``rule`` replaces the default timing stop rule (``max_seconds`` is its time cap,
+    ``min_seconds`` its shortest timing, for a figure that averages a shared host's drift);
     ``clock="thread"`` times CPU time of the one timing thread (see ``options.CLOCKS``).
     """
     from search_spaces import get_space
@@ -104,14 +107,15 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, dtype,
                   target.input_shape, options)
     hit = store.get(key) if store is not None and not refresh else None
-    if hit is not None and hit.get("latency_stable", True):
+    if hit is not None and _serves(hit, (rule.min_seconds if rule else min_seconds)):
         return {**hit, "cached": True}
     model = sp.build(arch, in_chans=target.input_shape[0], num_classes=num_classes,
                      img_size=target.input_shape[1])
     result = measure_model(model, target.input_shape, device=target.device,
                            batch_size=batch_size, dtype=dtype, channels_last=channels_last,
                            compile=compile, threads=threads, max_seconds=max_seconds,
-                           tile_size=tile_size, cache=store, rule=rule, clock=clock)
+                           min_seconds=min_seconds, tile_size=tile_size, cache=store, rule=rule,
+                           clock=clock)
     with get_backend(target.device).session(target.device, threads):  # names the threads used
         prov = provenance(target.device, options=options)
     result.update(space=space, arch=arch, features=sp.features(arch), provenance=prov)
@@ -123,11 +127,22 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     return {**result, "cached": False}
 
 
+def _serves(hit: dict[str, object], min_seconds: float) -> bool:
+    """Whether a stored figure answers this request: its timing met the stop rule and ran at
+    least as long as asked (a figure from a short search timing does not answer a request for a
+    long, host-drift-averaged one; the longer one replaces it)."""
+    return bool(hit.get("latency_stable", True)) and float(
+        hit.get("latency_min_seconds", 0.0)) >= min_seconds
+
+
 def _more_precise(new: dict[str, object], old: dict[str, object]) -> bool:
     """Whether a re-measurement should replace a stored figure that never became stable.
 
     A figure taken while other work shared the cores stops at the time cap with a wide spread;
     serving it from the cache for ever would make one noisy moment the study's truth. So an
-    unstable hit is measured again, and the stable or lower-spread of the two is kept.
+    unstable hit is measured again, and the stable or lower-spread of the two is kept; a hit
+    shorter than the asked ``min_seconds`` gives way to the longer figure.
     """
+    if float(new["latency_min_seconds"]) > float(old.get("latency_min_seconds", 0.0)):
+        return True
     return bool(new["latency_stable"]) or float(new["latency_cv"]) < float(old["latency_cv"])

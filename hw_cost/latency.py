@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from common.errors import ConfigError
 from hw_cost.backends import LatencyBackend, fingerprint_hash, get_backend
 from hw_cost.options import validate
 
@@ -42,6 +43,7 @@ class LatencyResult:
     channels_last: bool
     compile: bool | str
     fingerprint: dict = field(default_factory=dict)
+    min_seconds: float = 0.0  # the shortest timing the stop rule allowed (see StopRule)
 
     @property
     def fingerprint_hash(self) -> str:
@@ -54,8 +56,15 @@ class LatencyResult:
 @dataclass(frozen=True)
 class StopRule:
     """When to stop timing: once the median is known to within +-``rel_tol`` at 95% confidence
-    (distribution-free interval from order statistics), after at least ``min_repeats`` calls,
-    checked every ``window`` calls; never past ``max_seconds`` or ``max_repeats``."""
+    (distribution-free interval from order statistics), after at least ``min_repeats`` calls and
+    ``min_seconds`` of timing, checked every ``window`` calls; never past ``max_seconds`` or
+    ``max_repeats``.
+
+    ``min_seconds`` is for shared machines: a cloud VM's speed wanders by a few percent over
+    tens of seconds, slower than any one short run can see (its spread looks tight), so
+    short figures taken a minute apart differ by that much. Timing longer averages the wander
+    (bench/results/hw_cost_latency.md); the default 0 keeps a search's measurement short.
+    """
 
     window: int = 10
     rel_tol: float = 0.01
@@ -64,6 +73,13 @@ class StopRule:
     max_seconds: float = 10.0
     warmup_seconds: float = 0.3
     warmup_calls: int = 5
+    min_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_seconds <= self.max_seconds:
+            raise ConfigError.one("min_seconds", "must lie in [0, max_seconds]",
+                                  f"min_seconds={self.min_seconds}, max_seconds={self.max_seconds}",
+                                  "raise --max-seconds or lower --min-seconds")
 
 
 def prepare(model: nn.Module, input_shape: Sequence[int], *, device: str, batch_size: int,
@@ -126,7 +142,8 @@ def time_adaptive(fn: Callable[[], object], backend: LatencyBackend, device: str
     timed_start = time.perf_counter()
     while True:
         samples += backend.time_ms(fn, rule.window, clock, between)
-        if len(samples) >= rule.min_repeats and _is_stable(samples, rule):
+        long_enough = time.perf_counter() - timed_start >= rule.min_seconds
+        if len(samples) >= rule.min_repeats and long_enough and _is_stable(samples, rule):
             return samples, True
         if (time.perf_counter() - timed_start >= rule.max_seconds
                 or len(samples) >= rule.max_repeats):
@@ -137,8 +154,8 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
                     device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
                     channels_last: bool = False, compile: bool | str = False,
                     threads: int | None = None, max_seconds: float = 10.0,
-                    rule: StopRule | None = None, clock: str = "wall",
-                    scrub_bytes: int = 0) -> LatencyResult:
+                    min_seconds: float = 0.0, rule: StopRule | None = None,
+                    clock: str = "wall", scrub_bytes: int = 0) -> LatencyResult:
     """Median latency of ``model`` on a random input of shape (batch_size, *input_shape).
 
     ``threads`` pins torch's intra-op thread count for the measurement (None keeps the current
@@ -146,12 +163,13 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
     wraps the model in ``torch.compile`` (True, or a backend name such as "inductor");
     compilation happens during warm-up and is not timed. ``clock="thread"`` times CPU time of
     the calling thread (CPU, ``threads=1``): robust to other processes sharing the machine.
+    ``min_seconds`` times at least that long (see ``StopRule``); ``rule`` replaces both caps.
     ``scrub_bytes`` > 0 writes a buffer that large before every timed call (untimed), so each
     call starts with its weights evicted from cache, as inside a larger model.
     """
     target = validate(device=device, batch_size=batch_size, dtype=dtype,
                       input_shape=input_shape, threads=threads, clock=clock)
-    rule = rule or StopRule(max_seconds=max_seconds)
+    rule = rule or StopRule(max_seconds=max_seconds, min_seconds=min_seconds)
     backend = get_backend(target.device)
     began = time.perf_counter()
     with backend.session(target.device, threads) as used_threads, torch.inference_mode():
@@ -171,4 +189,4 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
         cv=float(arr.std() / arr.mean()), repeats=len(samples), stable=stable,
         seconds=time.perf_counter() - began, device=target.device, batch_size=batch_size,
         dtype=dtype, threads=used_threads, clock=clock, channels_last=channels_last,
-        compile=compile, fingerprint=fingerprint)
+        compile=compile, fingerprint=fingerprint, min_seconds=rule.min_seconds)

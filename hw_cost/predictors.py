@@ -36,6 +36,7 @@ class Setting:
     dtype: str = "fp32"
     threads: int | None = None
     max_seconds: float = 10.0  # cap on timing one whole model
+    min_seconds: float = 0.0  # shortest timing of one whole model (see StopRule)
     block_rule: StopRule = BLOCK_RULE  # stop rule for timing one block
     model_rule: StopRule | None = None  # stop rule for a whole model (None: the default)
     clock: str = "wall"  # see options.CLOCKS
@@ -49,7 +50,8 @@ class Setting:
         return cost_of(self.space, arch, input_shape=self.input_shape,
                        num_classes=self.num_classes, device=self.device,
                        batch_size=self.batch_size, dtype=self.dtype, threads=self.threads,
-                       cache=cache, max_seconds=self.max_seconds, rule=self.model_rule,
+                       cache=cache, max_seconds=self.max_seconds,
+                       min_seconds=self.min_seconds, rule=self.model_rule,
                        clock=self.clock, **kw)
 
     def build(self, arch: str):

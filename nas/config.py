@@ -97,6 +97,8 @@ class LatencyCfg(_Cfg):
     dtype: Literal["fp32", "fp16", "bf16"] = "fp32"
     threads: int | None = Field(1, gt=0, description="CPU threads while timing (fixed)")
     max_seconds: float = Field(2.0, gt=0)
+    min_seconds: float = Field(0.0, ge=0, description="time at least this long: averages a "
+                               "shared host's speed drift (hw_cost.StopRule)")
     cache: str | None = Field(None, description="cost cache path (default: hw_cost's)")
 
 

@@ -263,7 +263,19 @@ def _run_problems(raw: dict) -> list[Problem]:
         if _str(device) and device.startswith("cuda") and not _has_cuda():
             out.append(Problem(f"{section}.device", "CUDA asked on a machine without CUDA",
                                device, "use device: cpu here, or run on a GPU machine"))
-    return out
+    return out + _timing_problems(raw.get("latency"))
+
+
+def _timing_problems(node: Any) -> list[Problem]:
+    if not isinstance(node, dict):
+        return []
+    lo, hi = node.get("min_seconds", 0.0), node.get("max_seconds", 2.0)
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi))
+    if numbers and lo > hi:
+        return [Problem("latency.min_seconds", "must not exceed latency.max_seconds",
+                        f"min_seconds={lo}, max_seconds={hi}",
+                        f"raise max_seconds to at least {lo} or lower min_seconds")]
+    return []
 
 
 def _has_cuda() -> bool:

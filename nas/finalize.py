@@ -150,7 +150,8 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
     lat = cfg.latency
     timing = hw_cost.measure_latency(model, data.input_shape, device=lat.device,
                                      batch_size=lat.batch_size, dtype=lat.dtype,
-                                     threads=lat.threads, max_seconds=lat.max_seconds)
+                                     threads=lat.threads, max_seconds=lat.max_seconds,
+                                     min_seconds=lat.min_seconds)
     static = hw_cost.static_costs(model, data.input_shape)
     out = {"latency_ms": timing.median_ms, "latency_p10_ms": timing.p10_ms,
            "latency_p90_ms": timing.p90_ms, "latency_cv": timing.cv,
@@ -194,7 +195,8 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
     if pcfg is not None:
         lat = cfg.latency  # a latency budget holds on the study's latency settings
         pcfg.latency = {"device": lat.device, "batch_size": lat.batch_size, "dtype": lat.dtype,
-                        "threads": lat.threads, "max_seconds": lat.max_seconds}
+                        "threads": lat.threads, "max_seconds": lat.max_seconds,
+                        "min_seconds": lat.min_seconds}
         calib = (data.x_train[:64], data.y_train[:64])
         summary = prune(model, data.input_shape, pcfg, calib=calib).summary()
         summary["config"] = asdict(pcfg)

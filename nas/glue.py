@@ -23,7 +23,8 @@ def costs(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
     lat = cfg.latency
     raw = hw_cost.cost_of(space, arch, input_shape=input_shape, num_classes=num_classes,
                           device=lat.device, batch_size=lat.batch_size, dtype=lat.dtype,
-                          threads=lat.threads, cache=lat.cache, max_seconds=lat.max_seconds)
+                          threads=lat.threads, cache=lat.cache, max_seconds=lat.max_seconds,
+                          min_seconds=lat.min_seconds)
     metrics = {k: float(v) for k, v in raw.items()
                if isinstance(v, int | float) and not isinstance(v, bool)}
     info = {k: raw[k] for k in _INFO_KEYS if k in raw}

@@ -80,6 +80,8 @@ def test_roofline_prints_the_ceilings_and_caches_them(capsys, db):
     (["eval-predictor", "resnet", "--regressor", "oracle"], "must be one of ['gbr', 'ridge']"),
     (["eval-predictor", "resnet"], "needs measured archs outside the LUT calibration set"),
     (["build-lut", "nospace", "-n", "2"], "space: must be one of"),
+    (["resnet", ARCH, "--min-seconds", "5", "--max-seconds", "1"],
+     "min_seconds: must lie in [0, max_seconds]"),
 ])
 def test_bad_input_is_one_clear_line(capsys, db, argv, message):
     code, _, err = _run(capsys, *argv, "--cache", db)

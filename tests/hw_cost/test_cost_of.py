@@ -71,6 +71,20 @@ def test_an_unstable_cached_figure_is_measured_again_and_the_precise_one_kept(ca
     assert cache.rows()[0]["value"]["latency_ms"] == 99.0
 
 
+def test_a_longer_timing_request_replaces_a_short_cached_figure(cache):
+    arch = get_space("resnet").random_arch(random.Random(4))
+    short = _cost("resnet", arch, cache)
+    assert short["latency_min_seconds"] == 0.0
+    long_rule = StopRule(window=5, rel_tol=0.5, min_repeats=5, max_seconds=0.5,
+                         warmup_seconds=0.0, warmup_calls=1, min_seconds=0.1)
+    longer = _cost("resnet", arch, cache, rule=long_rule)
+    assert longer["cached"] is False and longer["latency_min_seconds"] == 0.1
+    assert cache.rows()[0]["value"]["latency_min_seconds"] == 0.1 and cache.stats()["costs"] == 1
+    # the longer figure now answers both the long and the short request
+    assert _cost("resnet", arch, cache, rule=long_rule)["cached"] is True
+    assert _cost("resnet", arch, cache)["latency_ms"] == longer["latency_ms"]
+
+
 NEVER_STABLE = StopRule(window=5, rel_tol=0.0, min_repeats=5, max_seconds=0.1,
                         warmup_seconds=0.0, warmup_calls=1)
 

@@ -9,6 +9,7 @@ import time
 
 import pytest
 import torch
+from hw_cost_helpers import tiny_cnn
 
 from common.errors import ConfigError
 from hw_cost.backends import BACKENDS, fingerprint_hash
@@ -129,6 +130,26 @@ def test_stop_rule_gives_up_at_the_cap_when_the_median_wanders():
     drifting = _Scripted([float(i) for i in range(1, 10_000)])
     samples, stable = time_adaptive(lambda: None, drifting, "cpu", rule)
     assert not stable and len(samples) == 200
+
+
+def test_min_seconds_keeps_timing_past_a_stable_median():
+    rule = StopRule(window=10, rel_tol=0.01, min_repeats=10, max_repeats=10**9, max_seconds=60,
+                    warmup_seconds=0, warmup_calls=1, min_seconds=0.05)
+    start = time.perf_counter()
+    samples, stable = time_adaptive(lambda: None, _Scripted([1.0]), "cpu", rule)
+    # stable after 10 calls, yet timing goes on for the asked 0.05 s before it stops
+    assert stable and time.perf_counter() - start >= 0.05 and len(samples) > 10
+
+
+@pytest.mark.parametrize("low, high", [(5.0, 1.0), (-0.1, 1.0)])
+def test_min_seconds_outside_zero_to_cap_is_refused(low, high):
+    with pytest.raises(ConfigError, match=r"min_seconds: must lie in \[0, max_seconds\]"):
+        StopRule(min_seconds=low, max_seconds=high)
+
+
+def test_a_measurement_records_its_minimum_timing():
+    r = measure_latency(tiny_cnn(), (1, 8, 8), threads=1, max_seconds=1.0, min_seconds=0.1)
+    assert r.min_seconds == 0.1 and r.seconds >= 0.1 and r.stable
 
 
 def test_median_interval_by_hand():

@@ -92,6 +92,8 @@ def test_every_problem_reported_at_once() -> None:
     ({"train": {"epochs": 0}}, "train.epochs"),
     ({"hw_eval": {"repeats": 0}}, "hw_eval.repeats"),
     ({"objectives": []}, "objectives"),
+    ({"latency": {"min_seconds": 5.0, "max_seconds": 2.0}}, "latency.min_seconds"),
+    ({"latency": {"min_seconds": -1.0}}, "latency.min_seconds"),
 ])
 def test_one_bad_field(change: dict, where: str) -> None:
     assert where in _problems(tabular_raw(**change))
