@@ -107,7 +107,7 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, dtype,
                   target.input_shape, options)
     hit = store.get(key) if store is not None and not refresh else None
-    if hit is not None and _serves(hit, (rule.min_seconds if rule else min_seconds)):
+    if hit is not None and _serves(hit, rule.min_seconds if rule else min_seconds):
         return {**hit, "cached": True}
     model = sp.build(arch, in_chans=target.input_shape[0], num_classes=num_classes,
                      img_size=target.input_shape[1])

@@ -142,11 +142,11 @@ def time_adaptive(fn: Callable[[], object], backend: LatencyBackend, device: str
     timed_start = time.perf_counter()
     while True:
         samples += backend.time_ms(fn, rule.window, clock, between)
-        long_enough = time.perf_counter() - timed_start >= rule.min_seconds
-        if len(samples) >= rule.min_repeats and long_enough and _is_stable(samples, rule):
+        elapsed = time.perf_counter() - timed_start
+        if (len(samples) >= rule.min_repeats and elapsed >= rule.min_seconds
+                and _is_stable(samples, rule)):
             return samples, True
-        if (time.perf_counter() - timed_start >= rule.max_seconds
-                or len(samples) >= rule.max_repeats):
+        if elapsed >= rule.max_seconds or len(samples) >= rule.max_repeats:
             return samples, False
 
 

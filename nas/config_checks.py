@@ -269,7 +269,11 @@ def _run_problems(raw: dict) -> list[Problem]:
 def _timing_problems(node: Any) -> list[Problem]:
     if not isinstance(node, dict):
         return []
-    lo, hi = node.get("min_seconds", 0.0), node.get("max_seconds", 2.0)
+    from nas.config import LatencyCfg  # here: nas.config imports this module
+
+    fields = LatencyCfg.model_fields
+    lo = node.get("min_seconds", fields["min_seconds"].default)
+    hi = node.get("max_seconds", fields["max_seconds"].default)
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi))
     if numbers and lo > hi:
         return [Problem("latency.min_seconds", "must not exceed latency.max_seconds",

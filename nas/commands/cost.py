@@ -173,8 +173,7 @@ def cmd_measure(ns: argparse.Namespace) -> int:
                 batch_size=ns.batch, dtype=ns.dtype, channels_last=ns.channels_last,
                 compile=ns.compile, threads=ns.threads, cache=_cache(ns) or False,
                 refresh=ns.refresh, max_seconds=ns.max_seconds, min_seconds=ns.min_seconds,
-                tile_size=ns.tile_size,
-                clock=ns.clock)
+                tile_size=ns.tile_size, clock=ns.clock)
     _print(r if ns.json else _group(r), ns.json)
     return 0
 
