@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from analog.coverage import coverage, split_layers, warn_if_partial
 from analog.hw import HW, HardwareModel
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 
 
 @dataclass(frozen=True, kw_only=True)

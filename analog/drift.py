@@ -24,7 +24,7 @@ from analog.coverage import coverage, warn_if_partial
 from analog.fast import FastAnalogModel, fast_unsupported
 from analog.hw import HardwareModel, get_hw
 from analog.times import format_time, parse_times
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 
 
 class FastPathWarning(UserWarning):

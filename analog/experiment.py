@@ -15,7 +15,7 @@ from analog.drift import DriftResult, evaluate
 from analog.hw import get_hw
 from analog.hwa import HwaOptions, hwa_fit
 from analog.times import parse_times
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +110,7 @@ def _curves(model: nn.Module, data, cfg: ExperimentConfig, *, hwa: bool,
 
 
 def _hwa_model(model: nn.Module, data, cfg: ExperimentConfig, fit_cfg):
-    from train.loop import FitConfig
+    from hwnas.train.loop import FitConfig
 
     base = asdict(fit_cfg) if fit_cfg is not None else {}
     base.update(epochs=cfg.hwa_epochs, steps=None, device=cfg.device, seed=cfg.seed)
@@ -126,7 +126,7 @@ def run_experiment(model: nn.Module, data, cfg: ExperimentConfig, *, fit_cfg=Non
                    log: Callable[[str], None] = print) -> ExperimentResult:
     """References, drift curves of ``model`` and, with ``hwa_epochs``, of an HWA-tuned copy.
 
-    ``data`` is a ``train.data.DataSplits``; ``fit_cfg`` the digital ``FitConfig`` whose
+    ``data`` is a ``hwnas.train.data.DataSplits``; ``fit_cfg`` the digital ``FitConfig`` whose
     settings the HWA fine-tuning reuses (epochs and learning rate replaced).
     """
     start = time.perf_counter()

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
-from common.errors import ConfigError
-from common.registry import Registry
+from hwnas.common.errors import ConfigError
+from hwnas.common.registry import Registry
 
 HW: Registry[HardwareModel] = Registry("hardware model")
 

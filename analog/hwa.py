@@ -21,7 +21,7 @@ from torch import nn
 from analog.channels import freeze_dead_channels
 from analog.coverage import split_layers
 from analog.hw import HardwareModel, get_hw
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,7 +94,7 @@ def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions):
     from aihwkit_lightning.nn import AnalogLayerBase
     from aihwkit_lightning.nn.conversion import convert_to_analog
 
-    from train.loop import FitConfig, fit
+    from hwnas.train.loop import FitConfig, fit
 
     _, digital = split_layers(model)
     work = copy.deepcopy(model)
@@ -122,7 +122,7 @@ def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions):
 
 def _fit_qat(model, data, hw: HardwareModel, cfg):
     from analog.quant import prepare_qat
-    from train.loop import fit
+    from hwnas.train.loop import fit
 
     prepared = prepare_qat(model, hw.config(qat=True), data.x_train[:2])
     result = fit(prepared, data, cfg)
@@ -132,14 +132,14 @@ def _fit_qat(model, data, hw: HardwareModel, cfg):
 
 def hwa_fit(model: nn.Module, data, hw: str | HardwareModel, cfg=None, *,
             options: HwaOptions | None = None):
-    """Fine-tune ``model`` in place for hardware ``hw``; returns ``train.loop.FitResult``.
+    """Fine-tune ``model`` in place for hardware ``hw``; returns ``hwnas.train.loop.FitResult``.
 
     Analog ``hw``: noise-injection training with aihwkit-lightning (see ``HwaOptions``).
     Quantized ``hw`` (fqN, wXaY, int8): quantization-aware training through PT2E.
-    ``digital``: plain training. ``cfg`` is a ``train.loop.FitConfig`` (e.g. 1-2 epochs at a
+    ``digital``: plain training. ``cfg`` is a ``hwnas.train.loop.FitConfig`` (e.g. 1-2 epochs at a
     tenth of the digital learning rate for fine-tuning).
     """
-    from train.loop import fit
+    from hwnas.train.loop import fit
 
     hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
     opts = options or HwaOptions()

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from analog.hw import HW, HardwareModel
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 _EPS = 2**-12  # torchao's x86 default: keeps scales away from 0 on constant activations
 

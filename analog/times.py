@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 # Seconds per unit. A year is 365 days, as in the analog-AI literature (t = 1 y = 3.15e7 s).
 UNITS: dict[str, float] = {

@@ -19,9 +19,9 @@ from collections.abc import Callable
 import torch
 
 import analog
-from common.provenance import provenance
+from hwnas.common.provenance import provenance
 from search_spaces import get_space
-from train.data import load_data
+from hwnas.train.data import load_data
 
 
 def timed(fn: Callable[[], object], repeats: int) -> list[float]:

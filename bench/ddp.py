@@ -3,7 +3,7 @@
     python bench/ddp.py [--nprocs 1 2] [--seeds 0 1 2] [--epochs 2] [--train-limit 20000]
                         [--batch 256] [--out bench/results/finalize.md]
 
-Every run is the real launcher (``train.ddp.run_job``: ``torchrun --standalone``, gloo on CPU,
+Every run is the real launcher (``hwnas.train.ddp.run_job``: ``torchrun --standalone``, gloo on CPU,
 NCCL on GPU) with one intra-op thread per process, so p processes use p cores; as a reference,
 one process with ``max(nprocs)`` threads uses the same cores through intra-op parallelism.
 Reported per setting: training time inside the job (no start-up), images/s, val and test
@@ -24,9 +24,9 @@ from pathlib import Path
 import torch
 from _results import replace_section  # bench/ is on sys.path when run as a script
 
-from common.provenance import device_name, git_revision, versions
+from hwnas.common.provenance import device_name, git_revision, versions
 from search_spaces import get_space
-from train.ddp import DDPJob, run_job
+from hwnas.train.ddp import DDPJob, run_job
 
 ARCH = "rn:s16-d1r1c16-d1r1c32-d1r1c64"
 

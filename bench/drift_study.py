@@ -23,10 +23,10 @@ import torch
 from analog.experiment import ExperimentConfig, run_experiment
 from analog.hwa import HwaOptions
 from analog.report import write_all
-from common.provenance import provenance
+from hwnas.common.provenance import provenance
 from search_spaces import get_space
-from train.data import load_data
-from train.loop import FitConfig, evaluate, fit
+from hwnas.train.data import load_data
+from hwnas.train.loop import FitConfig, evaluate, fit
 
 
 def parse() -> argparse.Namespace:

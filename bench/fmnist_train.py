@@ -24,7 +24,7 @@ from pathlib import Path
 
 from _results import publish  # bench/ is on sys.path when run as a script
 
-from common.provenance import cpu_model, git_revision, versions
+from hwnas.common.provenance import cpu_model, git_revision, versions
 
 ARCH = "rn:s16-d1r1c16-d1r1c32-d1r1c64"
 RECIPE = ["--data", "fashion_mnist", "--batch-size", "256", "--lr", "0.2",

@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from common.provenance import provenance
+from hwnas.common.provenance import provenance
 
 DATA = Path(__file__).resolve().parent / "data"
 OUT = DATA / "nb201_fmnist.parquet"
@@ -119,7 +119,7 @@ def structure(archs: list[str]) -> np.ndarray:
 
 
 def _small_fmnist():  # noqa: ANN202 - DataSplits at 14x14
-    from train.data import load_data
+    from hwnas.train.data import load_data
 
     d = load_data("fashion_mnist", seed=0, train_limit=2200, val_fraction=0.1, test_limit=1000)
     pool = lambda x: F.avg_pool2d(x, 2)  # noqa: E731 - 28x28 -> 14x14: 4x cheaper to train
@@ -129,7 +129,7 @@ def _small_fmnist():  # noqa: ANN202 - DataSplits at 14x14
 
 def train_sample(archs: list[str]) -> None:
     from search_spaces.nb201 import NB201Space
-    from train.loop import FitConfig, evaluate, fit
+    from hwnas.train.loop import FitConfig, evaluate, fit
 
     space, done, data = NB201Space(cells=1, channels=8), _done(RAW_ACC), _small_fmnist()
     cfg = FitConfig(epochs=2, batch_size=64, lr=0.05, augment=False, seed=0)

@@ -97,7 +97,7 @@ def main() -> None:
 
     import torch
 
-    from common.provenance import device_name
+    from hwnas.common.provenance import device_name
     from hw_cost.cache import CostCache
 
     cache = CostCache(args.cache)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from _results import publish  # bench/ is on sys.path when run as a script
 
-from common.provenance import provenance
+from hwnas.common.provenance import provenance
 from nas.config import load_study
 from nas.run import run_search
 

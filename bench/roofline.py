@@ -76,7 +76,7 @@ def main() -> None:
     args = p.parse_args()
     args.shape = tuple(int(d) for d in args.input_shape.split(","))
 
-    from common.provenance import cpu_model, versions
+    from hwnas.common.provenance import cpu_model, versions
     from hw_cost.cache import CostCache
 
     before = os.getloadavg()[0]

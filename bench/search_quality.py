@@ -19,7 +19,7 @@ import numpy as np
 import optuna
 from _results import publish  # bench/ is on sys.path when run as a script
 
-from common.provenance import provenance
+from hwnas.common.provenance import provenance
 from nas.pareto import hypervolume
 from nas.samplers import make_sampler
 from nas.tabular import TabularEvaluator

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from _results import publish  # bench/ is on sys.path when run as a script
 
-from common.provenance import device_name, versions
+from hwnas.common.provenance import device_name, versions
 from search_spaces import get_space, list_spaces
 from search_spaces.stats import _reference_stats as uncached_meta_stats
 from search_spaces.stats import count_params_macs

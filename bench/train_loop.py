@@ -1,4 +1,4 @@
-"""Training throughput of ``train.loop.fit`` against bare hand-written PyTorch loops, same run.
+"""Training throughput of ``hwnas.train.loop.fit`` vs bare hand-written PyTorch loops, same run.
 
     python bench/train_loop.py [--data fashion_mnist] [--space resnet --arch ...] [--steps 40]
                                [--batch-size 256] [--repeats 5] [--threads 1] [--device cpu]
@@ -33,10 +33,10 @@ import torch.nn.functional as F
 from _results import publish  # bench/ is on sys.path when run as a script
 from torch import nn
 
-from common.provenance import device_name, git_revision, versions
+from hwnas.common.provenance import device_name, git_revision, versions
 from search_spaces import get_space
-from train.data import DataSplits, load_data
-from train.loop import FitConfig, fit
+from hwnas.train.data import DataSplits, load_data
+from hwnas.train.loop import FitConfig, fit
 
 
 def _sgd(model: nn.Module, lr: float) -> torch.optim.Optimizer:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from hw_cost.static import count_flops
 
 

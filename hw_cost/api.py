@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from common.errors import ConfigError
-from common.provenance import provenance
+from hwnas.common.errors import ConfigError
+from hwnas.common.provenance import provenance
 from hw_cost.analog_cost import analog_cost
 from hw_cost.backends import fingerprint_hash, get_backend
 from hw_cost.cache import CostCache, CostKey

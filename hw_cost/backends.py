@@ -20,10 +20,10 @@ from typing import Protocol
 
 import torch
 
-from common.errors import Problem
-from common.provenance import cpu_model
-from common.registry import Registry
-from common.threads import torch_threads
+from hwnas.common.errors import Problem
+from hwnas.common.provenance import cpu_model
+from hwnas.common.registry import Registry
+from hwnas.common.threads import torch_threads
 
 
 class LatencyBackend(Protocol):

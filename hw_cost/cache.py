@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS costs (

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from hw_cost.backends import LatencyBackend, fingerprint_hash, get_backend
 from hw_cost.options import validate
 

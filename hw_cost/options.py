@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 
 DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import kendalltau
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from hw_cost.api import cost_of, device_fingerprint
 from hw_cost.backends import fingerprint_hash
 from hw_cost.cache import CostCache

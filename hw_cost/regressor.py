@@ -21,8 +21,8 @@ from sklearn.linear_model import RidgeCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from common.errors import ConfigError
-from common.registry import Registry
+from hwnas.common.errors import ConfigError
+from hwnas.common.registry import Registry
 
 REGRESSORS: Registry[Callable[[int], RegressorMixin]] = Registry("latency regressor")
 STATIC_FEATURES = ("macs", "params", "activation_bytes", "peak_activation_bytes", "model_bytes",

@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-from common.errors import HwnasError
+from hwnas.common.errors import HwnasError
 
 # Command groups, in the order ``--help`` lists them.
 _GROUPS = ("spaces", "data", "train", "cost", "analog", "search", "finalize")

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from nas.config_checks import pydantic_problems, registry_problems
 from nas.objectives import METRICS, Budget, Objective, time_label
 
@@ -27,7 +27,7 @@ class _Cfg(BaseModel):
 
 
 class DataCfg(_Cfg):
-    """Which data set the candidates train and are scored on (``train.data.load_data``)."""
+    """Which data set the candidates train and are scored on (``hwnas.train.data.load_data``)."""
 
     name: str = "fashion_mnist"
     root: str | None = None
@@ -62,7 +62,7 @@ class SamplerCfg(_Cfg):
 
 
 class TrainCfg(_Cfg):
-    """Proxy training per trial: the fields of ``train.loop.FitConfig`` (None = its default)."""
+    """Proxy training per trial: the fields of ``FitConfig`` (None = its default)."""
 
     epochs: float = Field(1.0, gt=0)
     steps: int | None = Field(None, gt=0)

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ def _spaces() -> list[str]:
 
 @functools.cache
 def _datasets() -> list[str]:
-    from train.data import list_datasets
+    from hwnas.train.data import list_datasets
 
     return list_datasets()
 

@@ -5,7 +5,7 @@
 1. **cost** (``hw_cost.cost_of``, cached by arch and device) or a table row in tabular mode;
 2. **early budgets** on cost metrics: a violated budget stops here, so an infeasible candidate
    costs only a measurement (its accuracy objectives get the metric's worst value);
-3. **proxy training** with ``train.loop.fit`` on the study's budget;
+3. **proxy training** with ``hwnas.train.loop.fit`` on the study's budget;
 4. **accuracy** digitally and under every hardware model the objectives and budgets name, at
    their drift times (``analog.evaluate``: mean and std over repeats, plus analog coverage);
 5. late budgets (on accuracy), objective values; a NaN anywhere fails the trial with a reason.
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.errors import HwnasError
+from hwnas.common.errors import HwnasError
 from nas import glue
 from nas.config import StudyConfig
 from nas.config_checks import resolve_path
@@ -66,8 +66,8 @@ class Evaluator:
         return self._space
 
     @functools.cached_property
-    def data(self):  # noqa: ANN201 - a train.data.DataSplits
-        from train.data import load_data
+    def data(self):  # noqa: ANN201 - a hwnas.train.data.DataSplits
+        from hwnas.train.data import load_data
 
         d = self.cfg.data
         return load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
@@ -141,7 +141,7 @@ class Evaluator:
 
     def _train_and_score(self, arch: str, metrics: dict[str, float],
                          info: dict[str, Any]) -> dict[str, Any]:
-        from train.loop import evaluate, fit
+        from hwnas.train.loop import evaluate, fit
 
         data = self.data
         model = self.space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,

@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from common.errors import ConfigError
-from common.provenance import provenance
+from hwnas.common.errors import ConfigError
+from hwnas.common.provenance import provenance
 
 FORMAT = "hwnas-checkpoint/1"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

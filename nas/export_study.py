@@ -20,8 +20,8 @@ def study_hw(cfg: StudyConfig) -> str:
                 "digital")
 
 
-def _data(cfg: StudyConfig):  # noqa: ANN202 - train.data.DataSplits
-    from train.data import load_data
+def _data(cfg: StudyConfig):  # noqa: ANN202 - hwnas.train.data.DataSplits
+    from hwnas.train.data import load_data
 
     d = cfg.data
     return load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
@@ -73,7 +73,7 @@ def export_study(study_dir: str | Path, *, top: int | None = None, onnx: bool | 
 def _export_trained(cfg: StudyConfig, trial: Any, weights: dict, data: Any, folder: Path,
                     card: dict, onnx: bool) -> dict:
     from search_spaces import get_space
-    from train.loop import evaluate
+    from hwnas.train.loop import evaluate
 
     arch = trial.user_attrs["arch"]
     model = get_space(cfg.space).build(arch, in_chans=data.in_chans,

@@ -28,8 +28,8 @@ import torch
 import yaml
 from torch import nn
 
-from common.errors import ConfigError, Problem
-from common.provenance import provenance
+from hwnas.common.errors import ConfigError, Problem
+from hwnas.common.provenance import provenance
 
 BACKENDS = ("torchrun", "ray")
 # Before/after rows of the model card: (key, label, unit).
@@ -82,7 +82,7 @@ class FinalizeConfig:
             if not ok:
                 problems.append(Problem(f"finalize {name}", rule, getattr(self, name), fix))
         if self.distill:
-            from compress.distill import DistillConfig
+            from hwnas.compress.distill import DistillConfig
 
             try:
                 DistillConfig(mode=self.distill_mode, alpha=self.alpha,
@@ -93,8 +93,8 @@ class FinalizeConfig:
             raise ConfigError(problems)
         return self
 
-    def prune_config(self):  # noqa: ANN201 - compress.prune.PruneConfig | None
-        from compress.prune import PruneConfig
+    def prune_config(self):  # noqa: ANN201 - hwnas.compress.prune.PruneConfig | None
+        from hwnas.compress.prune import PruneConfig
 
         if self.prune is None and self.latency_budget_ms is None and self.macs_budget is None:
             return None
@@ -145,7 +145,7 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
     import hw_cost
     from nas import glue
     from nas.evaluate import Evaluator
-    from train.loop import evaluate
+    from hwnas.train.loop import evaluate
 
     lat = cfg.latency
     timing = hw_cost.measure_latency(model, data.input_shape, device=lat.device,
@@ -170,8 +170,8 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
     return out
 
 
-def _load_data(cfg: Any, fc: FinalizeConfig):  # noqa: ANN202 - train.data.DataSplits
-    from train.data import load_data
+def _load_data(cfg: Any, fc: FinalizeConfig):  # noqa: ANN202 - hwnas.train.data.DataSplits
+    from hwnas.train.data import load_data
 
     d = cfg.data
     return load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
@@ -182,7 +182,7 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
            work: Path) -> dict[str, Any]:
     """Prune once; a rerun with the same options reuses the pruned student, so an interrupted
     training resumes from its checkpoint (other options start the model over)."""
-    from compress.prune import prune
+    from hwnas.compress.prune import prune
 
     options = {k: v for k, v in asdict(fc).items() if k not in ("top", "onnx")}
     done = work / "options.json"
@@ -210,13 +210,13 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
 def _train(work: Path, teacher: nn.Module | None, cfg: Any, fc: FinalizeConfig
            ) -> dict[str, Any]:
     from nas import glue
-    from train.ddp import DDPJob, Dist, FileStore, run_job, train
+    from hwnas.train.ddp import DDPJob, Dist, FileStore, run_job, train
 
     fit = asdict(glue.fit_config(cfg, epochs=fc.epochs, **({"lr": fc.lr} if fc.lr else {})))
     loss: dict[str, Any] = {}
     if teacher is not None:
         torch.save(teacher, work / "teacher.pt")
-        loss = {"loss_factory": "compress.distill:make_loss",
+        loss = {"loss_factory": "hwnas.compress.distill:make_loss",
                 "loss_kwargs": {"teacher_path": str(work / "teacher.pt"), "mode": fc.distill_mode,
                                 "alpha": fc.alpha, "temperature": fc.temperature}}
     d = cfg.data
@@ -225,7 +225,7 @@ def _train(work: Path, teacher: nn.Module | None, cfg: Any, fc: FinalizeConfig
                               "train_limit": fc.train_limit, "test_limit": d.test_limit},
                  fit=fit, checkpoint_every=200, log_every=50, **loss)
     if fc.backend == "ray":
-        from train.ray_train import fit_ray
+        from hwnas.train.ray_train import fit_ray
 
         return fit_ray(job, workers=fc.workers, address=cfg.ray.address,
                        use_gpu=torch.device(fit["device"]).type == "cuda")
@@ -238,7 +238,7 @@ def _hwa(student: nn.Module, teacher: nn.Module | None, data: Any, cfg: Any,
          fc: FinalizeConfig) -> dict[str, Any] | None:
     """HWA fine-tuning for an analog target (as the search scored it), kept in the weights."""
     import analog
-    from compress.distill import DistillConfig, Distiller, hwa_distill
+    from hwnas.compress.distill import DistillConfig, Distiller, hwa_distill
     from nas import glue
     from nas.export_study import study_hw
 

@@ -50,8 +50,8 @@ def predicted_latency(cfg: StudyConfig, space: str, arch: str, input_shape: tupl
                                          threads=lat.threads, cache=lat.cache))
 
 
-def fit_config(cfg: StudyConfig, **changes: Any):  # noqa: ANN201 - train.loop.FitConfig
-    from train.loop import FitConfig
+def fit_config(cfg: StudyConfig, **changes: Any):  # noqa: ANN201 - hwnas.train.loop.FitConfig
+    from hwnas.train.loop import FitConfig
 
     fields = {k: v for k, v in cfg.train.model_dump().items() if v is not None}
     return FitConfig(**{**fields, "seed": cfg.seed, **changes})

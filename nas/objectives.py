@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from common.registry import Registry
+from hwnas.common.registry import Registry
 
 Direction = Literal["minimize", "maximize"]
 

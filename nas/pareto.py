@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 DIRECTIONS = ("minimize", "maximize")
 

@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from common.provenance import provenance  # noqa: E402
+from hwnas.common.provenance import provenance  # noqa: E402
 from nas import store, summary  # noqa: E402
 from nas.config import StudyConfig  # noqa: E402
 from nas.plots import hv_figure, pairs_figure, pareto_figure  # noqa: E402

@@ -16,8 +16,8 @@ from typing import Any
 import optuna
 from optuna.samplers import BaseSampler
 
-from common.errors import ConfigError
-from common.registry import Registry
+from hwnas.common.errors import ConfigError
+from hwnas.common.registry import Registry
 from nas.hybrid import HybridSampler
 
 SamplerFactory = Callable[..., BaseSampler]

@@ -21,7 +21,7 @@ import torch
 from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta, upload_artifact
 from optuna.trial import FrozenTrial, TrialState
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from nas.config import StudyConfig, save_config, validate_study
 
 WEIGHTS = "weights.pt"

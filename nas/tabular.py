@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 SUFFIXES = (".csv", ".parquet", ".pq")
 

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 
 from torch import nn
 
-from common.errors import ConfigError, Problem
-from common.registry import Registry
+from hwnas.common.errors import ConfigError, Problem
+from hwnas.common.registry import Registry
 from search_spaces import choices
 
 SPACES: Registry[type[SearchSpace]] = Registry("space")

@@ -10,7 +10,7 @@ than ``STEM_HALVE_ABOVE`` (32 px), as CIFAR ResNets do.
 
 from __future__ import annotations
 
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 
 MIN_IMG_SIZE = 8  # the smallest real data set (scikit-learn digits) is 8x8
 HALVE_ABOVE = 8

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 from nas.commands.data import add_data_args, data_kwargs
 
 
@@ -85,8 +85,8 @@ def _experiment_config(args: argparse.Namespace):  # noqa: ANN202
 
 def _resolve(args: argparse.Namespace):  # noqa: ANN202
     """Check every argument before any work, reporting all problems at once."""
-    from train.datasets import get_dataset
-    from train.loop import FitConfig
+    from hwnas.train.datasets import get_dataset
+    from hwnas.train.loop import FitConfig
 
     problems: list[Problem] = []
     cfg = fit_cfg = None
@@ -153,7 +153,7 @@ def _check_shapes(meta: dict[str, Any], data) -> None:  # noqa: ANN001
 def _model(args: argparse.Namespace, data, fit_cfg):  # noqa: ANN001, ANN202
     import torch
 
-    from train.loop import evaluate, fit
+    from hwnas.train.loop import evaluate, fit
 
     if args.checkpoint:
         model, meta = load_checkpoint_model(args.checkpoint)
@@ -183,8 +183,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from analog.experiment import run_experiment
     from analog.report import write_all
-    from common.provenance import provenance
-    from train.data import load_data
+    from hwnas.common.provenance import provenance
+    from hwnas.train.data import load_data
 
     cfg, fit_cfg = _resolve(args)
     if args.threads:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 _SUBCOMMANDS = ("cache", "roofline", "build-lut", "eval-predictor")
 
@@ -118,7 +118,7 @@ def _shape(ns: argparse.Namespace) -> tuple[tuple[int, ...], int]:
     from hw_cost.options import parse_shape
 
     if ns.data:
-        from train.datasets import get_dataset
+        from hwnas.train.datasets import get_dataset
 
         spec = get_dataset(ns.data)
         return tuple(spec.shape), spec.num_classes or ns.num_classes

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("data", help="list data sets, show their shapes and splits",
-                       description="Data sets registered in train.datasets.")
+                       description="Data sets registered in hwnas.train.datasets.")
     cmds = p.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
     ls = cmds.add_parser("list", help="registered data sets (name, shape, classes, source)")
     ls.add_argument("pattern", nargs="?", default="*", help="shell-style filter, e.g. '*mnist*'")
@@ -60,7 +60,7 @@ def _literal(value: str) -> object:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from train.datasets import get_dataset, list_datasets
+    from hwnas.train.datasets import get_dataset, list_datasets
 
     print(f"{'name':<14} {'shape':<11} {'classes':<8} {'flip':<6} description")
     for name in list_datasets(args.pattern):
@@ -72,7 +72,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from train.data import dataset_info
+    from hwnas.train.data import dataset_info
 
     info = dataset_info(args.name, **data_kwargs(args))
     if args.json:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 _LATENCY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(us|ms|s)?\s*$", re.I)
 _COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmg])?\s*$", re.I)

@@ -6,7 +6,7 @@ import argparse
 import json
 import random
 
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 from search_spaces import get_space, list_spaces
 from search_spaces.stats import reference_stats
 
@@ -62,7 +62,7 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 def resolve_shape(args: argparse.Namespace) -> tuple[tuple[int, int, int], int]:
     if args.data:
-        from train.datasets import get_dataset  # only when asked: reading shapes needs no data
+        from hwnas.train.datasets import get_dataset  # lazy: shapes need no data
 
         spec = get_dataset(args.data)
         return tuple(spec.shape), spec.num_classes or args.classes

@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError, Problem
 from nas.commands.data import add_data_args, data_kwargs
 
 
@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _fit_config(args: argparse.Namespace):  # noqa: ANN202  (FitConfig, imported lazily)
-    from train.loop import FitConfig
+    from hwnas.train.loop import FitConfig
 
     return FitConfig(
         epochs=args.epochs, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
@@ -58,7 +58,7 @@ def _fit_config(args: argparse.Namespace):  # noqa: ANN202  (FitConfig, imported
 def _resolve(args: argparse.Namespace):  # noqa: ANN202
     """Check config, space, arch and data set together, so one run reports every problem."""
     from search_spaces import get_space
-    from train.datasets import get_dataset
+    from hwnas.train.datasets import get_dataset
 
     problems: list[Problem] = []
     cfg = space = None
@@ -83,8 +83,8 @@ def _resolve(args: argparse.Namespace):  # noqa: ANN202
 def cmd_train(args: argparse.Namespace) -> int:
     import torch
 
-    from train.data import load_data
-    from train.loop import evaluate, fit
+    from hwnas.train.data import load_data
+    from hwnas.train.loop import evaluate, fit
 
     cfg, space = _resolve(args)
     if args.threads:
@@ -120,7 +120,7 @@ def _print_epoch(h: dict[str, float]) -> None:
 
 
 def _write_json(path: Path, summary: dict, device: str) -> None:
-    from common.provenance import provenance
+    from hwnas.common.provenance import provenance
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**summary, "provenance": provenance(device)}, indent=1,
@@ -129,7 +129,7 @@ def _write_json(path: Path, summary: dict, device: str) -> None:
 
 
 def _save(path: Path, model, space: str, arch: str, data, cfg, summary: dict) -> None:  # noqa: ANN001
-    from common.provenance import provenance
+    from hwnas.common.provenance import provenance
     from nas.export import save_checkpoint
 
     meta = {"name": data.name, "in_chans": data.in_chans, "num_classes": data.num_classes,

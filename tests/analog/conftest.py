@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from common.threads import torch_threads
+from hwnas.common.threads import torch_threads
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -35,13 +35,13 @@ def make_cnn():
 
 @pytest.fixture(scope="session")
 def digits():
-    from train.data import load_data
+    from hwnas.train.data import load_data
 
     return load_data("digits", seed=0)
 
 
 def _trained(digits, **kwargs) -> nn.Module:
-    from train.loop import FitConfig, fit
+    from hwnas.train.loop import FitConfig, fit
 
     torch.manual_seed(0)
     model = small_cnn(**kwargs)

@@ -12,7 +12,7 @@ import torch
 
 import analog
 from analog.drift import program_and_drift
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import torch
 
 import analog
 from analog.aimc import AnalogOptions
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 HW_NAMES = analog.list_hw() + ["w3a16"]  # generic name, codes wider than 8 bits
 

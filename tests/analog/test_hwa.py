@@ -11,8 +11,8 @@ from torch import nn
 
 import analog
 from analog.hwa import HwaOptions, lightning_config
-from common.errors import ConfigError
-from train.loop import FitConfig
+from hwnas.common.errors import ConfigError
+from hwnas.train.loop import FitConfig
 
 
 @pytest.fixture(scope="module")

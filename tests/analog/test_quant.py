@@ -9,7 +9,7 @@ import torch
 
 import analog
 from analog import quant
-from train.loop import FitConfig
+from hwnas.train.loop import FitConfig
 
 
 @pytest.fixture(scope="module")

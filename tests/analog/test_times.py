@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analog.times import UNITS, format_time, parse_time, parse_times
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

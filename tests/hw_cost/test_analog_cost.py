@@ -8,7 +8,7 @@ import random
 import pytest
 from torch import nn
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from hw_cost.analog_cost import AnalogFigures, analog_cost, is_analog_mappable
 
 

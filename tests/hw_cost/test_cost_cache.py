@@ -9,7 +9,7 @@ import cache_writer
 import pandas as pd
 import pytest
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from hw_cost.cache import CostCache, CostKey, default_path
 
 

@@ -10,7 +10,7 @@ import pytest
 from hw_cost_helpers import FAST
 
 import hw_cost.roofline as roofline
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from hw_cost.api import cost_of
 from hw_cost.latency import StopRule
 from search_spaces import get_space, list_spaces

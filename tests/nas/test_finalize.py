@@ -11,8 +11,8 @@ import pytest
 import torch
 import yaml
 
-from common.errors import ConfigError
-from common.threads import torch_threads
+from hwnas.common.errors import ConfigError
+from hwnas.common.threads import torch_threads
 from nas.cli import main as cli
 from nas.commands.finalize import parse_count, parse_latency_ms
 from nas.export import arch_dirname, export_model, load_checkpoint, save_checkpoint
@@ -39,8 +39,8 @@ def _one_thread():
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What `hwnas export` leaves behind: config.yaml, pareto/index.json, pareto/*/model.pt."""
     from search_spaces import get_space
-    from train.data import load_data
-    from train.loop import FitConfig, evaluate, fit
+    from hwnas.train.data import load_data
+    from hwnas.train.loop import FitConfig, evaluate, fit
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -90,7 +90,7 @@ def test_finalize_prunes_distills_remeasures_and_exports(study: Path) -> None:
 
 @pytest.mark.parametrize("space", ["mbconv", "nb201", "resnet", "vit"])
 def test_pruned_checkpoint_round_trips(space: str, tmp_path: Path) -> None:
-    from compress.prune import PruneConfig, prune
+    from hwnas.compress.prune import PruneConfig, prune
     from search_spaces import get_space
 
     sp = get_space(space)

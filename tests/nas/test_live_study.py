@@ -12,7 +12,7 @@ import torch
 from optuna.trial import TrialState
 from study_files import live_raw, write_study
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from nas import store
 from nas.cli import main
 from nas.export import FORMAT, arch_dirname, load_checkpoint, save_checkpoint

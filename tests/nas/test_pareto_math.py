@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from nas.pareto import (
     hypervolume,
     hypervolume_history,

@@ -7,7 +7,7 @@ import optuna
 import pytest
 from study_files import TABLE
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from nas.samplers import list_samplers, make_sampler
 from nas.tabular import TabularEvaluator
 from search_spaces import get_space

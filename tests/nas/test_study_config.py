@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from study_files import REPO, tabular_raw, write_study
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from nas.config import STUDIES_DIR, load_study, validate_study
 from nas.objectives import METRICS
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from study_files import TABLE
 
-from common.errors import ConfigError
+from hwnas.common.errors import ConfigError
 from nas.tabular import TabularEvaluator
 
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from common.errors import ConfigError
-from common.threads import torch_threads
+from hwnas.common.errors import ConfigError
+from hwnas.common.threads import torch_threads
 from search_spaces import ArchError, get_space, list_spaces
 from search_spaces.stats import count_params_macs, reference_stats
 
@@ -21,7 +21,7 @@ BASE_SHAPES = [(1, 28, 28), (1, 8, 8), (3, 32, 32)]
 
 
 def _data_shapes() -> list[tuple[int, int, int]]:
-    from train.datasets import get_dataset, list_datasets
+    from hwnas.train.datasets import get_dataset, list_datasets
 
     return [tuple(get_dataset(n).shape) for n in list_datasets()]
 

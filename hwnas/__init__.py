@@ -1,0 +1,49 @@
+"""hwnas: hardware-aware neural architecture search with measured latency and analog-AI accuracy.
+
+The library's own helpers live here (``hwnas.common``, ``hwnas.train``, ``hwnas.compress``); the
+search, spaces, costs and hardware models are the packages ``nas``, ``search_spaces``, ``hw_cost``
+and ``analog``. Public names are resolved on first use, so ``import hwnas`` stays light and
+``nas`` (which imports ``hwnas.common``) can import this package without a cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+try:
+    __version__ = version("hwnas")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
+
+# public name -> "module:attribute"
+_PUBLIC: dict[str, str] = {
+    "run_search": "nas.run:run_search",
+    "StudyConfig": "nas.config:StudyConfig",
+    "get_space": "search_spaces:get_space",
+    "list_spaces": "search_spaces:list_spaces",
+    "cost_of": "hw_cost:cost_of",
+    "get_hw": "analog:get_hw",
+    "list_hw": "analog:list_hw",
+    "evaluate_hw": "analog:evaluate",
+    "fit": "hwnas.train.loop:fit",
+    "load_data": "hwnas.train.data:load_data",
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _PUBLIC.get(name)
+    if target is None:
+        raise AttributeError(f"module 'hwnas' has no attribute {name!r}")
+    module, attr = target.split(":")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value  # resolve once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
+
+
+__all__ = ["__version__", *_PUBLIC]

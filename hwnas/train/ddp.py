@@ -1,0 +1,353 @@
+"""One training entry for a single process, ``torchrun`` workers or Ray Train workers.
+
+    python -m hwnas.train.ddp --job job.json                                      # alone
+    torchrun --standalone --nproc_per_node 2 -m hwnas.train.ddp --job job.json  # DDP, gloo on CPU
+
+Like nanoGPT, a process reads ``RANK``/``WORLD_SIZE``/``LOCAL_RANK`` from the environment: set
+means distributed (NCCL on CUDA, gloo on CPU), unset means one process. Every rank holds the whole
+data set on its device and takes a disjoint shard of one seeded permutation per epoch
+(``DeviceLoader(rank=, world_size=)``, the DistributedSampler of an on-device loader).
+``fit.batch_size`` is the *global* batch, so the optimisation does not depend on the number of
+processes. Rank 0 logs and writes checkpoints (model, optimizer, scheduler, grad scaler, step, the
+loader's position and every rank's RNG state); rerunning the same job resumes from the last
+checkpoint and replays the same batch sequence.
+
+The job names its model as a pickled module file (a pruned model is no longer a registered arch)
+and its loss as a ``"module:function"`` factory (e.g. ``hwnas.compress.distill:make_loss``), so this
+file depends on neither the search spaces nor ``compress``. The building blocks (optimizer,
+schedule, precision, train step, evaluate) are ``hwnas.train.loop``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from hwnas.common.errors import ConfigError, HwnasError
+from hwnas.train.data import load_data
+from hwnas.train.loader import Augment, DeviceLoader
+from hwnas.train.loop import (
+    FitConfig,
+    NonFiniteLoss,
+    Precision,
+    build_optimizer,
+    build_scheduler,
+    default_loss,
+    evaluate,
+    train_step,
+)
+
+
+@dataclass(kw_only=True)
+class DDPJob:
+    """Everything one (possibly distributed) training run needs; round-trips through JSON."""
+
+    model_path: str
+    """File holding ``torch.save(module)`` of the model to train (trusted: written by hwnas)."""
+    out_dir: str
+    """``checkpoint.pt``, ``log.jsonl``, ``final.pt`` (trained state dict), ``result.json``."""
+    data: str = "fashion_mnist"
+    data_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of ``load_data`` (seed, train_limit, val_fraction, ...)."""
+    fit: dict[str, Any] = field(default_factory=dict)
+    """``FitConfig`` fields; ``batch_size`` is the global batch over all ranks."""
+    loss_factory: str | None = None
+    """``"module:function"`` returning ``loss_fn(logits, targets, inputs)``; None: cross-entropy."""
+    loss_kwargs: dict[str, Any] = field(default_factory=dict)
+    checkpoint_every: int = 50
+    log_every: int = 20
+    resume: bool = True
+    backend: str | None = None
+    """Process-group backend; None picks NCCL on CUDA and gloo on CPU."""
+    stop_after: int | None = None
+    """Checkpoint and leave after this many steps, as a preempted job would (resume drills)."""
+
+    def save(self, path: str | Path) -> Path:
+        Path(path).write_text(json.dumps(asdict(self), indent=1))
+        return Path(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> DDPJob:
+        return cls(**json.loads(Path(path).read_text()))
+
+
+@dataclass(frozen=True)
+class Dist:
+    """This process's place in the run."""
+
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+    device: str = "cpu"
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def setup(job: DDPJob) -> Dist:
+    """Join the process group when launched distributed; a plain process is rank 0 of 1."""
+    device = FitConfig(**job.fit).device
+    if "RANK" not in os.environ:
+        return Dist(device=device)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    if torch.device(device).type == "cuda":
+        device = f"cuda:{local}"
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        backend = job.backend or ("nccl" if device.startswith("cuda") else "gloo")
+        dist.init_process_group(backend=backend)
+    return Dist(rank=rank, world=world, local_rank=local, device=device)
+
+
+class CheckpointStore(Protocol):
+    """Where checkpoints live: a file for torchrun, Ray's checkpoint manager for Ray Train."""
+
+    def load(self) -> dict[str, Any] | None: ...
+
+    def save(self, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
+        """Called on every rank at once; ``state`` is None except on rank 0."""
+
+
+class FileStore:
+    """``out_dir/checkpoint.pt``, replaced atomically so a kill mid-write keeps the last one."""
+
+    def __init__(self, out_dir: str | Path):
+        self.path = Path(out_dir) / "checkpoint.pt"
+
+    def load(self) -> dict[str, Any] | None:
+        return torch.load(self.path, weights_only=True) if self.path.exists() else None
+
+    def save(self, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
+        if state is None:
+            return
+        tmp = self.path.with_suffix(".tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, self.path)
+
+
+def build_loss(job: DDPJob, device: str, label_smoothing: float = 0.0):
+    if job.loss_factory is None:
+        return default_loss(label_smoothing)
+    module, _, name = job.loss_factory.partition(":")
+    if not name:
+        raise ConfigError.one("loss_factory", "must be 'package.module:function'",
+                              job.loss_factory, "e.g. hwnas.compress.distill:make_loss")
+    return getattr(importlib.import_module(module), name)(**job.loss_kwargs, device=device)
+
+
+def _gather(obj: Any, d: Dist) -> list[Any]:
+    if d.world == 1:
+        return [obj]
+    out: list[Any] = [None] * d.world
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def _mean(value: torch.Tensor, d: Dist) -> float:
+    if d.world > 1:
+        value = value.clone()
+        dist.all_reduce(value)
+        value /= d.world
+    return float(value)
+
+
+@dataclass
+class _State:
+    """The mutable parts a checkpoint captures."""
+
+    model: nn.Module
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LRScheduler
+    precision: Precision
+    loader: DeviceLoader
+    step: int = 0
+    epoch_gen: torch.Tensor | None = None
+    """The loader's RNG state at the start of the current epoch (it draws the permutation)."""
+    batch: int = 0
+    """Batches of the current epoch already trained."""
+
+    def capture(self, d: Dist) -> dict[str, Any] | None:
+        rngs = _gather(torch.get_rng_state(), d)  # every rank calls: collective
+        if not d.main:
+            return None
+        scaler = self.precision.scaler
+        return {"format": "hwnas-ddp/1", "step": self.step, "world": d.world,
+                "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+                "scheduler": self.sched.state_dict(),
+                "scaler": scaler.state_dict() if scaler else None,
+                "loader": {"gen": self.epoch_gen, "batch": self.batch},
+                "rng": rngs}
+
+    def restore(self, ck: dict[str, Any], d: Dist) -> None:
+        self.model.load_state_dict(ck["model"])
+        self.opt.load_state_dict(ck["optimizer"])
+        self.sched.load_state_dict(ck["scheduler"])
+        if self.precision.scaler is not None and ck["scaler"]:
+            self.precision.scaler.load_state_dict(ck["scaler"])
+        self.step = ck["step"]
+        self.epoch_gen, self.batch = ck["loader"]["gen"], ck["loader"]["batch"]
+        self.loader.gen.set_state(self.epoch_gen)
+        if ck["world"] == d.world:  # another world size: the new ranks keep fresh seeds
+            torch.set_rng_state(ck["rng"][d.rank])
+
+
+def _log(d: Dist, out: Path, record: dict[str, Any]) -> None:
+    if d.main:
+        line = json.dumps(record)
+        print(line, flush=True)
+        with open(out / "log.jsonl", "a") as fh:
+            fh.write(line + "\n")
+
+
+def _memory_format(cfg: FitConfig, d: Dist) -> torch.memory_format:
+    cuda = torch.device(d.device).type == "cuda"
+    return torch.channels_last if cuda and cfg.channels_last else torch.contiguous_format
+
+
+def _setup_state(job: DDPJob, cfg: FitConfig, d: Dist, data: Any) -> tuple[_State, int]:
+    if cfg.batch_size % d.world:
+        raise ConfigError.one("batch_size", f"the global batch must divide by {d.world} ranks",
+                              cfg.batch_size, f"use a multiple of {d.world}")
+    model = torch.load(job.model_path, map_location=d.device, weights_only=False)
+    model.to(d.device, memory_format=_memory_format(cfg, d))
+    aug = Augment(data.crop_pad, data.flip) if cfg.augment else None
+    loader = DeviceLoader(data.x_train, data.y_train, batch_size=cfg.batch_size // d.world,
+                          device=d.device, augment=aug, seed=cfg.seed, rank=d.rank,
+                          world_size=d.world)
+    total = cfg.steps or max(1, math.ceil(cfg.epochs * len(loader)))
+    opt = build_optimizer(model, cfg)
+    sched = build_scheduler(opt, total, round(cfg.warmup_epochs * len(loader)))
+    return _State(model, opt, sched, Precision.for_device(d.device, cfg.amp), loader), total
+
+
+def train(job: DDPJob, d: Dist, store: CheckpointStore) -> dict[str, Any]:
+    """Train ``job`` as rank ``d.rank``; rank 0 writes ``final.pt`` and ``result.json``."""
+    cfg = FitConfig(**job.fit)
+    out = Path(job.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_data(job.data, **job.data_kwargs)
+    st, total = _setup_state(job, cfg, d, data)
+    torch.manual_seed(cfg.seed * 1000 + d.rank)  # dropout etc. differ per rank, seeded
+    ck = store.load() if job.resume else None
+    if ck is not None:
+        st.restore(ck, d)
+        _log(d, out, {"event": "resumed", "step": st.step, "from_world": ck["world"]})
+    resumed_from = st.step
+    net = DistributedDataParallel(st.model) if d.world > 1 else st.model
+    loss_fn = build_loss(job, d.device, cfg.label_smoothing)
+    if d.world > 1:
+        dist.barrier()
+    t0, stop = time.perf_counter(), min(total, job.stop_after or total)
+    losses: list[torch.Tensor] = []
+    fmt = _memory_format(cfg, d)
+    while st.step < stop:
+        if ck is None:  # a fresh epoch; a restored one carries its start state and position
+            st.epoch_gen, st.batch = st.loader.gen.get_state(), 0
+        ck, skip = None, st.batch
+        net.train()
+        for i, (x, y) in enumerate(st.loader):
+            if i < skip:
+                continue  # replay the epoch's random draws up to the checkpoint's position
+            x = x.contiguous(memory_format=fmt)
+            losses.append(train_step(net, x, y, st.opt, loss_fn, st.precision, d.device))
+            st.sched.step()
+            st.step, st.batch = st.step + 1, i + 1
+            _after_step(job, d, st, store, losses, out, stop)
+            if st.step >= stop:
+                break
+    if torch.device(d.device).type == "cuda":
+        torch.cuda.synchronize(d.device)
+    return _finish(job, cfg, d, st, data, out, time.perf_counter() - t0, total, resumed_from)
+
+
+def _after_step(job: DDPJob, d: Dist, st: _State, store: CheckpointStore,
+                losses: list[torch.Tensor], out: Path, stop: int) -> None:
+    if st.step % job.log_every == 0 or st.step == stop:
+        loss = _mean(torch.stack(losses[-job.log_every:]).float().mean(), d)
+        if not math.isfinite(loss):
+            raise NonFiniteLoss.one("training", "the loss must stay finite", loss,
+                                    "lower the learning rate or add warm-up")
+        _log(d, out, {"step": st.step, "loss": round(loss, 5),
+                      "lr": st.opt.param_groups[0]["lr"]})
+    if st.step % job.checkpoint_every == 0 or st.step == stop:
+        state = st.capture(d)
+        store.save(state, {"step": st.step, "loss": float(losses[-1])})
+
+
+def _finish(job: DDPJob, cfg: FitConfig, d: Dist, st: _State, data: Any, out: Path,
+            seconds: float, total: int, resumed_from: int) -> dict[str, Any]:
+    result: dict[str, Any] = {"steps": st.step, "total_steps": total, "world": d.world,
+                              "global_batch": cfg.batch_size, "device": d.device,
+                              "resumed_from": resumed_from, "train_seconds": seconds,
+                              "images_per_s": (st.step - resumed_from) * cfg.batch_size
+                              / max(seconds, 1e-9),
+                              "epochs": st.step / len(st.loader), "stopped": st.step < total}
+    if d.main and not result["stopped"]:
+        for split in ("val", "test"):
+            x, y = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
+            result[f"{split}_acc"] = evaluate(st.model, x, y, batch_size=cfg.eval_batch_size,
+                                              device=d.device)["acc"]
+        torch.save(st.model.state_dict(), out / "final.pt")
+        (out / "result.json").write_text(json.dumps(result, indent=1))
+    if d.world > 1:
+        dist.barrier()
+    return result
+
+
+def run_job(job: DDPJob, *, nproc: int = 1, threads: int | None = None, max_restarts: int = 0,
+            timeout: float | None = None) -> dict[str, Any]:
+    """Run ``job`` under ``torchrun --standalone`` with ``nproc`` processes; return result.json.
+
+    ``threads`` per process defaults to the CPU cores shared out (torch would otherwise start
+    one thread per core in every process and oversubscribe the machine).
+    """
+    out = Path(job.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = job.save(out / "job.json")
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads or max(1, (os.cpu_count() or 1) // nproc))}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           f"--nproc_per_node={nproc}", f"--max-restarts={max_restarts}",
+           "-m", "hwnas.train.ddp", "--job", str(path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    (out / "torchrun.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0 or not (out / "result.json").exists():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        raise HwnasError(f"torchrun exited with {proc.returncode} (log: {out}/torchrun.log): "
+                         + " | ".join(tail))
+    return json.loads((out / "result.json").read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Train one DDPJob (alone or under torchrun).")
+    parser.add_argument("--job", required=True, help="DDPJob JSON file")
+    job = DDPJob.load(parser.parse_args(argv).job)
+    d = setup(job)
+    (Path(job.out_dir) / "pids").mkdir(parents=True, exist_ok=True)
+    (Path(job.out_dir) / "pids" / f"rank{d.rank}").write_text(str(os.getpid()))
+    try:
+        train(job, d, FileStore(job.out_dir))
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Structured pruning over every registered space: costs shrink as the ratio says, the pruned
+model still runs, trains and round-trips through its shape spec; budgets and bad input."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from hwnas.common.errors import ConfigError
+from hwnas.compress.prune import IMPORTANCES, PruneConfig, classifier_of, prune
+from hwnas.compress.shapes import apply_spec, shape_spec
+from search_spaces import get_space, list_spaces
+
+SHAPE = (1, 8, 8)  # digits: small images keep tracing and FLOP counting quick
+# Small members of each space that still have every coupling (SE, depthwise, branches, heads);
+# a space added later is tested on a random member.
+SMALL = {
+    "mbconv": "mb:hs-s8-k3e1c8d1se-k3e3c16d1-k5e3c24d1se-k3e3c48d1-k3e3c64d1se",
+    "nb201": "|nor_conv_3x3~0|+|skip_connect~0|nor_conv_1x1~1|+|avg_pool_3x3~0|none~1|"
+             "nor_conv_3x3~2|",
+    "resnet": "rn:s16-d1r2c24-d1r1c32",
+    "vit": "vit:p2-e64-d2-h4-m2",
+}
+
+
+def _build(space: str, seed: int = 0, arch: str | None = None):
+    sp = get_space(space)
+    arch = arch or SMALL.get(space) or sp.random_arch(random.Random(seed))
+    torch.manual_seed(seed)
+    return sp, arch, sp.build(arch, in_chans=1, num_classes=10, img_size=SHAPE[-1])
+
+
+@pytest.mark.parametrize("space", list_spaces())
+def test_ratio_shrinks_costs_and_model_round_trips(space: str) -> None:
+    r = 0.3
+    sp, arch, model = _build(space)
+    result = prune(model, SHAPE, PruneConfig(ratio=r))
+    # Every coupled channel group loses ~r of its width, so weights and MACs scale ~(1-r)^2;
+    # the fixed input channels and the kept classifier make the drop a little smaller.
+    for key in ("params", "macs"):
+        frac = getattr(result.after, key) / getattr(result.before, key)
+        assert (1 - r) ** 2 * 0.75 < frac < (1 - r) ** 2 * 1.25, (key, frac)
+    assert classifier_of(model, 10).weight.shape[0] == 10
+    x = torch.randn(3, *SHAPE)
+    model.eval()
+    y = model(x)
+    assert y.shape == (3, 10) and torch.isfinite(y).all()
+    fresh = sp.build(arch, in_chans=1, num_classes=10, img_size=SHAPE[-1])
+    spec = shape_spec(model, sp.build(arch, in_chans=1, num_classes=10, img_size=SHAPE[-1]))
+    restored = apply_spec(fresh, spec, model.state_dict()).eval()
+    torch.testing.assert_close(restored(x), y)
+
+
+@pytest.mark.parametrize("space", list_spaces())
+def test_pruned_model_trains(space: str, digits) -> None:
+    from hwnas.train.loop import FitConfig, fit
+
+    _, _, model = _build(space, seed=1)
+    prune(model, SHAPE, PruneConfig(ratio=0.5))
+    before = [p.detach().clone() for p in model.parameters()]
+    res = fit(model, digits, FitConfig(steps=3, batch_size=32, lr=0.01))
+    assert res.steps == 3 and torch.isfinite(torch.tensor(res.train_loss))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+@pytest.mark.parametrize("prune_heads", [False, True])
+def test_vit_attention_attributes_follow_qkv(prune_heads: bool) -> None:
+    _, _, model = _build("vit", arch="vit:p2-e64-d2-h4-m2")
+    prune(model, SHAPE, PruneConfig(ratio=0.5, prune_heads=prune_heads))
+    for block in model.blocks:
+        a = block.attn
+        assert a.qkv.out_features == 3 * a.attn_dim == 3 * a.num_heads * a.head_dim
+        assert a.proj.in_features == a.attn_dim
+        assert a.scale == pytest.approx(a.head_dim ** -0.5)
+        assert (a.num_heads, a.head_dim) == ((2, 16) if prune_heads else (4, 8))
+    # timm's unfused attention path reads the same attributes: it must agree with fused SDPA.
+    x = torch.randn(2, *SHAPE)
+    model.eval()
+    fused = model(x)
+    for block in model.blocks:
+        block.attn.fused_attn = False
+    torch.testing.assert_close(model(x), fused, atol=1e-5, rtol=1e-4)
+
+
+def test_macs_budget_is_met_by_the_least_pruned_step() -> None:
+    _, _, model = _build("resnet")
+    full = prune(_build("resnet")[2], SHAPE, PruneConfig(ratio=0.05)).before.macs
+    budget = 0.5 * full
+    res = prune(model, SHAPE, PruneConfig(macs_budget=budget, step=0.1))
+    assert res.reached and res.target == "macs"
+    assert res.after.macs <= budget
+    assert len(res.steps) >= 2 and res.steps[-2].macs > budget  # one step less is over budget
+    assert [s.ratio for s in res.steps] == sorted(s.ratio for s in res.steps)
+
+
+def test_latency_budget_ends_under_budget() -> None:
+    # Wide enough that compute, not per-layer overhead, dominates the latency at 28 px.
+    _, _, model = _build("resnet", arch="rn:s32-d1r2c48-d1r1c96")
+    opts = {"threads": 1, "max_seconds": 0.5}
+    shape = (1, 28, 28)
+    res = prune(model, shape, PruneConfig(latency_budget_ms=1e9, latency=opts))
+    assert res.steps == [] and res.reached  # already under budget: nothing pruned
+    budget = 0.75 * res.before.latency_ms
+    res = prune(model, shape, PruneConfig(latency_budget_ms=budget, step=0.15, latency=opts))
+    assert res.target == "latency" and all(s.latency_ms > 0 for s in res.steps)
+    assert res.reached == (res.after.latency_ms <= budget)
+    assert res.reached, f"pruning to 90% did not reach {budget:.3f} ms: {res.summary()}"
+
+
+@pytest.mark.parametrize("importance", IMPORTANCES.list())
+def test_importances_prune_deterministically(importance: str) -> None:
+    x, y = torch.randn(16, *SHAPE), torch.randint(0, 10, (16,))
+    shapes = []
+    for _ in range(2):
+        _, _, model = _build("mbconv")
+        prune(model, SHAPE, PruneConfig(ratio=0.4, importance=importance), calib=(x, y))
+        assert all(p.grad is None for p in model.parameters())
+        shapes.append({k: tuple(v.shape) for k, v in model.state_dict().items()})
+    assert shapes[0] == shapes[1]
+
+
+def test_bad_config_reports_every_problem() -> None:
+    with pytest.raises(ConfigError) as err:
+        PruneConfig(ratio=1.5, macs_budget=-1, importance="nope", step=0.0).validate()
+    text = str(err.value)
+    assert len(err.value.problems) == 5
+    for part in ("exactly one", "(0, 1)", "macs_budget", "magnitude", "step"):
+        assert part in text
+
+
+def test_taylor_without_calibration_batch_is_an_error() -> None:
+    _, _, model = _build("resnet")
+    with pytest.raises(ConfigError, match="calibration batch"):
+        prune(model, SHAPE, PruneConfig(ratio=0.3, importance="taylor"))
