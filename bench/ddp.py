@@ -25,8 +25,8 @@ import torch
 from _results import replace_section  # bench/ is on sys.path when run as a script
 
 from hwnas.common.provenance import device_name, git_revision, versions
-from search_spaces import get_space
 from hwnas.train.ddp import DDPJob, run_job
+from search_spaces import get_space
 
 ARCH = "rn:s16-d1r1c16-d1r1c32-d1r1c64"
 

@@ -25,9 +25,9 @@ from _results import replace_section  # bench/ is on sys.path when run as a scri
 from hwnas.common.provenance import device_name, git_revision, versions
 from hwnas.compress.distill import DistillConfig, Distiller
 from hwnas.compress.prune import PruneConfig, prune
-from search_spaces import get_space
 from hwnas.train.data import load_data
 from hwnas.train.loop import FitConfig, evaluate, fit
+from search_spaces import get_space
 
 TEACHER = "rn:s16-d1r1c16-d1r1c32-d1r1c64"  # the bench/fmnist_train.py net (>= 91%)
 RECIPE = {"batch_size": 256, "lr": 0.2, "label_smoothing": 0.0, "warmup_epochs": 0.2}

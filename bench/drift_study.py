@@ -24,9 +24,9 @@ from analog.experiment import ExperimentConfig, run_experiment
 from analog.hwa import HwaOptions
 from analog.report import write_all
 from hwnas.common.provenance import provenance
-from search_spaces import get_space
 from hwnas.train.data import load_data
 from hwnas.train.loop import FitConfig, evaluate, fit
+from search_spaces import get_space
 
 
 def parse() -> argparse.Namespace:

@@ -97,8 +97,8 @@ def main() -> None:
 
     import torch
 
-    from hwnas.common.provenance import device_name
     from hw_cost.cache import CostCache
+    from hwnas.common.provenance import device_name
 
     cache = CostCache(args.cache)
     before = os.getloadavg()[0]

@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 from _results import replace_section  # bench/ is on sys.path when run as a script
 
+from hw_cost import measure_latency
 from hwnas.common.provenance import device_name, git_revision, versions
 from hwnas.compress.prune import PruneConfig, prune
-from hw_cost import measure_latency
 from search_spaces import get_space, list_spaces
 
 SHAPE = (1, 28, 28)

@@ -76,8 +76,8 @@ def main() -> None:
     args = p.parse_args()
     args.shape = tuple(int(d) for d in args.input_shape.split(","))
 
-    from hwnas.common.provenance import cpu_model, versions
     from hw_cost.cache import CostCache
+    from hwnas.common.provenance import cpu_model, versions
 
     before = os.getloadavg()[0]
     ceil_lines, _ = ceilings_table(args)

@@ -34,9 +34,9 @@ from _results import publish  # bench/ is on sys.path when run as a script
 from torch import nn
 
 from hwnas.common.provenance import device_name, git_revision, versions
-from search_spaces import get_space
 from hwnas.train.data import DataSplits, load_data
 from hwnas.train.loop import FitConfig, fit
+from search_spaces import get_space
 
 
 def _sgd(model: nn.Module, lr: float) -> torch.optim.Optimizer:

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from hwnas.common.errors import ConfigError
 from hw_cost.static import count_flops
+from hwnas.common.errors import ConfigError
 
 
 @dataclass(frozen=True)

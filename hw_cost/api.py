@@ -12,8 +12,6 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from hwnas.common.errors import ConfigError
-from hwnas.common.provenance import provenance
 from hw_cost.analog_cost import analog_cost
 from hw_cost.backends import fingerprint_hash, get_backend
 from hw_cost.cache import CostCache, CostKey
@@ -21,6 +19,8 @@ from hw_cost.latency import StopRule, measure_latency
 from hw_cost.options import validate
 from hw_cost.roofline import get_ceilings, roofline_point
 from hw_cost.static import static_costs
+from hwnas.common.errors import ConfigError
+from hwnas.common.provenance import provenance
 
 CacheArg = CostCache | str | os.PathLike | bool | None
 

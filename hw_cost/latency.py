@@ -18,9 +18,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from hwnas.common.errors import ConfigError
 from hw_cost.backends import LatencyBackend, fingerprint_hash, get_backend
 from hw_cost.options import validate
+from hwnas.common.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import kendalltau
 
-from hwnas.common.errors import ConfigError
 from hw_cost.api import cost_of, device_fingerprint
 from hw_cost.backends import fingerprint_hash
 from hw_cost.cache import CostCache
 from hw_cost.latency import StopRule
 from hw_cost.lut import BLOCK_RULE, LatencyLUT
 from hw_cost.regressor import LatencyRegressor
+from hwnas.common.errors import ConfigError
 
 # What a predictor predicts: the median latency, or its 10th percentile, which a busy machine
 # inflates less (other processes stretch some calls, rarely the fastest tenth).

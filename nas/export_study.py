@@ -72,8 +72,8 @@ def export_study(study_dir: str | Path, *, top: int | None = None, onnx: bool | 
 
 def _export_trained(cfg: StudyConfig, trial: Any, weights: dict, data: Any, folder: Path,
                     card: dict, onnx: bool) -> dict:
-    from search_spaces import get_space
     from hwnas.train.loop import evaluate
+    from search_spaces import get_space
 
     arch = trial.user_attrs["arch"]
     model = get_space(cfg.space).build(arch, in_chans=data.in_chans,

@@ -143,9 +143,9 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
     """The study's cost and accuracy figures for ``model`` (flat, numeric); ``hwa=False`` skips
     the study's HWA fine-tuning (the weights were already trained for the hardware)."""
     import hw_cost
+    from hwnas.train.loop import evaluate
     from nas import glue
     from nas.evaluate import Evaluator
-    from hwnas.train.loop import evaluate
 
     lat = cfg.latency
     timing = hw_cost.measure_latency(model, data.input_shape, device=lat.device,
@@ -209,8 +209,8 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
 
 def _train(work: Path, teacher: nn.Module | None, cfg: Any, fc: FinalizeConfig
            ) -> dict[str, Any]:
-    from nas import glue
     from hwnas.train.ddp import DDPJob, Dist, FileStore, run_job, train
+    from nas import glue
 
     fit = asdict(glue.fit_config(cfg, epochs=fc.epochs, **({"lr": fc.lr} if fc.lr else {})))
     loss: dict[str, Any] = {}

@@ -57,8 +57,8 @@ def _fit_config(args: argparse.Namespace):  # noqa: ANN202  (FitConfig, imported
 
 def _resolve(args: argparse.Namespace):  # noqa: ANN202
     """Check config, space, arch and data set together, so one run reports every problem."""
-    from search_spaces import get_space
     from hwnas.train.datasets import get_dataset
+    from search_spaces import get_space
 
     problems: list[Problem] = []
     cfg = space = None

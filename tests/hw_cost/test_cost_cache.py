@@ -9,8 +9,8 @@ import cache_writer
 import pandas as pd
 import pytest
 
-from hwnas.common.errors import ConfigError
 from hw_cost.cache import CostCache, CostKey, default_path
+from hwnas.common.errors import ConfigError
 
 
 def _key(arch: str = "a1", **changes) -> CostKey:

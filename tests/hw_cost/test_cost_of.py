@@ -10,9 +10,9 @@ import pytest
 from hw_cost_helpers import FAST
 
 import hw_cost.roofline as roofline
-from hwnas.common.errors import ConfigError
 from hw_cost.api import cost_of
 from hw_cost.latency import StopRule
+from hwnas.common.errors import ConfigError
 from search_spaces import get_space, list_spaces
 
 SHAPE = (1, 16, 16)

@@ -11,9 +11,9 @@ import pytest
 import torch
 from hw_cost_helpers import tiny_cnn
 
-from hwnas.common.errors import ConfigError
 from hw_cost.backends import BACKENDS, fingerprint_hash
 from hw_cost.latency import StopRule, measure_latency, median_ci, time_adaptive
+from hwnas.common.errors import ConfigError
 
 CUDA = torch.cuda.is_available()
 

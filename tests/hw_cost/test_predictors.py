@@ -9,10 +9,10 @@ import pytest
 from torch import nn
 
 import hw_cost.roofline as roofline
-from hwnas.common.errors import ConfigError
 from hw_cost.lut import LatencyLUT, block_signature, iter_blocks, record_blocks
 from hw_cost.predictors import Setting, build_lut, evaluate, predict_latency, scores
 from hw_cost.regressor import REGRESSORS, LatencyRegressor
+from hwnas.common.errors import ConfigError
 from search_spaces import get_space
 
 

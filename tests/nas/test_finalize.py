@@ -38,9 +38,9 @@ def _one_thread():
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What `hwnas export` leaves behind: config.yaml, pareto/index.json, pareto/*/model.pt."""
-    from search_spaces import get_space
     from hwnas.train.data import load_data
     from hwnas.train.loop import FitConfig, evaluate, fit
+    from search_spaces import get_space
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -95,8 +95,8 @@ def test_bad_distill_config_reports_every_problem() -> None:
 
 def test_hwa_distill_trains_the_student_for_analog_hardware(digits) -> None:
     from hwnas.compress.distill import hwa_distill
-    from search_spaces import get_space
     from hwnas.train.loop import FitConfig
+    from search_spaces import get_space
 
     def net(seed: int):
         torch.manual_seed(seed)
