@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from analog.adabs import batch_norms
 from analog.coverage import coverage, split_layers, warn_if_partial
 from analog.hw import HW, HardwareModel
 from hwnas.common.errors import ConfigError, Problem
@@ -160,6 +161,10 @@ def calibrate_input_ranges(analog: nn.Module, calib: Tensor, batch_size: int = 1
     without any weight update), as the first HWA-training batches would do.
     """
     analog.train()
+    # Only the tiles calibrate: batch norms stay in eval mode, so their running statistics
+    # (the digital model's, or AdaBS's) are used and left unchanged.
+    for norm in batch_norms(analog):
+        norm.eval()
     for start in range(0, len(calib), batch_size):
         analog(calib[start:start + batch_size])
     analog.eval()

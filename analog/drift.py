@@ -1,30 +1,36 @@
-"""Accuracy under a hardware model, per drift time, as mean +- std over seeded repeats.
+"""Accuracy under a hardware model, per drift time, as an estimate: mean, std, SE, repeats.
 
 The drift experiment follows aihwkit's protocol: the model in eval mode; for each repeat
 ``program_analog_weights()`` (fresh programming noise; aihwkit re-programs on drift only when
 nothing was programmed, so without it all repeats would share one draw), then
-``drift_analog_weights(t)`` and a test-set pass for each time ``t``. Repeat ``r`` seeds torch
-(device noise) and the fast path's periphery RNG with ``seed_for(seed, r)``.
+``drift_analog_weights(t)``, optionally AdaBS (``analog.adabs``: batch-norm statistics
+re-estimated through the analog model), and a pass over the evaluation images for each time
+``t``. Each step draws from its own seeded stream (``hwnas.common.seeds``). Programmings and
+images can be sized for a target standard error (``analog.precision``).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from analog.adabs import check_adabs, recalibrate, warn_without_bn
 from analog.channels import dead_channels
 from analog.coverage import coverage, warn_if_partial
 from analog.fast import FastAnalogModel, fast_unsupported
 from analog.hw import HardwareModel, get_hw
+from analog.precision import PrecisionTarget, images_for, more_repeats, standard_error
 from analog.times import format_time, parse_times
 from hwnas.common.errors import ConfigError, Problem
+from hwnas.common.seeds import stream_seed
 
 
 class FastPathWarning(UserWarning):
@@ -52,13 +58,24 @@ def _warn_dead(model: nn.Module, hw: HardwareModel, notes: list[str]) -> None:
 
 @dataclass
 class TimePoint:
-    """Accuracy at one drift time over all repeats (``acc_std`` is the sample std)."""
+    """Accuracy at one drift time over all repeats: an estimate with its spread.
+
+    ``acc_std``: sample std over programmings; ``acc_se``: standard error of ``acc_mean``, from
+    the programmings and from scoring on ``images`` images (``analog.precision``).
+    """
 
     t: float
     label: str
     acc_mean: float
     acc_std: float
     accs: list[float]
+    acc_se: float = 0.0
+    acc_median: float = math.nan
+    images: int = 0
+
+    @property
+    def repeats(self) -> int:
+        return len(self.accs)
 
 
 @dataclass
@@ -67,6 +84,8 @@ class DriftResult:
 
     ``coverage``: share of weights/MACs on analog tiles (0 for digital and quantized models).
     ``path``: ``digital``, ``quant``, ``fast`` (validated emulation) or ``aihwkit`` (its tiles).
+    ``adabs``: training images that re-estimated the batch norms (0: digital statistics kept);
+    ``images``: evaluation images per pass; ``target_se``: the precision asked for (or None).
     """
 
     hw: str
@@ -79,6 +98,9 @@ class DriftResult:
     seconds: float
     options: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    adabs: int = 0
+    images: int = 0
+    target_se: float | None = None
 
     @property
     def times(self) -> list[float]:
@@ -91,6 +113,10 @@ class DriftResult:
     @property
     def acc_std(self) -> list[float]:
         return [p.acc_std for p in self.points]
+
+    @property
+    def acc_se(self) -> list[float]:
+        return [p.acc_se for p in self.points]
 
     @property
     def accs(self) -> list[list[float]]:
@@ -110,15 +136,11 @@ class DriftResult:
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per time (for CSV/DataFrames)."""
         return [{"hw": self.hw, "path": self.path, "t_s": p.t, "t": p.label,
-                 "acc_mean": p.acc_mean, "acc_std": p.acc_std, "repeats": len(p.accs),
-                 "compensation": self.compensation,
+                 "acc_mean": p.acc_mean, "acc_std": p.acc_std, "acc_se": p.acc_se,
+                 "acc_median": p.acc_median, "repeats": len(p.accs), "images": p.images,
+                 "adabs": self.adabs, "compensation": self.compensation,
                  "weight_fraction": self.coverage.get("weight_fraction"),
                  "mac_fraction": self.coverage.get("mac_fraction")} for p in self.points]
-
-
-def seed_for(seed: int, repeat: int) -> int:
-    """Distinct seeds for (seed, repeat) pairs, so runs with different seeds never overlap."""
-    return (seed * 1_000_003 + repeat) % (2**63)
 
 
 @torch.no_grad()
@@ -188,9 +210,11 @@ def _deterministic(model, x, y, hw, times, calib, batch_size, device, options) -
     applied = hw.apply(model, calib=_calib(hw, x, calib, hw.needs_calibration), **options)
     applied = applied.to(device)
     acc = accuracy(applied, x, y, batch_size=batch_size, device=device)
-    points = [TimePoint(t, format_time(t), acc, 0.0, [acc]) for t in times]
-    return DriftResult(hw.name, hw.kind, points, {"weight_fraction": 0.0, "mac_fraction": 0.0},
-                       1, 0, False, time.perf_counter() - start, dict(options))
+    points = [_point(t, [acc], len(x)) for t in times]
+    result = DriftResult(hw.name, hw.kind, points, {"weight_fraction": 0.0, "mac_fraction": 0.0},
+                         1, 0, False, time.perf_counter() - start, dict(options))
+    result.images = len(x)
+    return result
 
 
 def _analog_model(model, hw, x, calib, fast, device, options, notes) -> tuple[nn.Module, str]:
@@ -218,22 +242,40 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
              times: Iterable[str | float] = (0.0,), repeats: int = 1, seed: int = 0,
              compensation: bool = True, fast: bool = True, calib: Tensor | None = None,
              batch_size: int = 500, device: str = "cpu",
-             options: dict[str, Any] | None = None) -> DriftResult:
+             options: dict[str, Any] | None = None, adabs: int = 0,
+             adabs_images: Tensor | None = None, target_se: float | None = None,
+             max_repeats: int | None = None, max_images: int | None = None,
+             progress: Callable[[str], None] | None = None) -> DriftResult:
     """Accuracy of the digital ``model`` on (x, y) under hardware model ``hw``.
 
-    ``times``: drift times (``"1d"``, seconds...). ``repeats``: fresh programming per repeat
-    (analog only; digital and quantized models are deterministic and run once).
+    ``times``: drift times (``"1d"``, seconds...). ``repeats``: programmings (fresh noise each;
+    analog only: digital and quantized models are deterministic and run once); with
+    ``target_se`` it is the minimum, and programmings grow (up to ``max_repeats``) until the
+    standard error of the mean at every time is at most ``target_se``, on images sized for it
+    (up to ``max_images``; ``analog.precision`` states the rule).
+    ``adabs``: re-estimate every batch norm's statistics through the analog model on this many
+    of ``adabs_images`` (training images, never test images) after programming and after each
+    drift, in every repeat (``analog.adabs``).
     ``compensation``: global drift compensation on/off. ``fast``: use the validated torch
     emulation of aihwkit (falls back to aihwkit with a ``FastPathWarning`` when it cannot
     emulate the config). ``calib``: training images for quantizer/input-range calibration.
     ``options``: hardware-model overrides (e.g. ``{"adc_bits": 8}``, see ``AnalogOptions``).
+    Repeat ``r`` draws programming and drift noise from stream ``program`` and periphery noise
+    from stream ``periphery`` of ``seed`` (``hwnas.common.seeds``), re-seeded at every drift time
+    and phase, so a repeat's numbers do not depend on how many images were scored before.
     The caller's ``model`` is never modified, except an aihwkit model passed in directly.
     """
     hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
     seconds = _parse_all(times, x, y, repeats)
+    target = PrecisionTarget(target_se=target_se, min_repeats=repeats,
+                             max_repeats=max(repeats, max_repeats or repeats),
+                             max_images=max_images)
+    check_adabs(adabs, adabs_images)
     options = dict(options or {})
     if hw_model.kind != "analog":
-        return _deterministic(model, x, y, hw_model, seconds, calib, batch_size, device, options)
+        n = images_for(0.5, PrecisionTarget(max_images=max_images), len(x))
+        return _deterministic(model, x[:n], y[:n], hw_model, seconds, calib, batch_size, device,
+                              options)
     options.setdefault("compensation", compensation)
     start, notes = time.perf_counter(), []
     cov = None
@@ -241,21 +283,72 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
         notes.append("coverage unknown: the model was converted before; pass the digital model")
     else:
         cov = coverage(model, x[:1])
+    if adabs and not warn_without_bn(model, hw_model.name, notes):
+        adabs = 0
+    n_img = len(x)
+    if target.target_se is not None or max_images is not None:
+        p = accuracy(model.eval(), x[:max_images], y[:max_images], batch_size=batch_size,
+                     device=device) if not is_aihwkit_model(model) else 0.5
+        n_img = images_for(p, target, len(x))
     analog, path = _analog_model(model, hw_model, x, calib, fast, device, options, notes)
-    accs = [[0.0] * repeats for _ in seconds]
-    for r in range(repeats):
-        with torch.random.fork_rng(devices=_cuda_devices(device)):
-            torch.manual_seed(seed_for(seed, r))
-            if path == "fast":
-                analog.manual_seed(seed_for(seed, r))
-            for i, t in enumerate(seconds):
-                program_and_drift(analog, t, reprogram=(i == 0))
-                accs[i][r] = accuracy(analog, x, y, batch_size=batch_size, device=device)
-    points = [TimePoint(t, format_time(t), _mean(a), _std(a), a)
-              for t, a in zip(seconds, accs, strict=True)]
-    return DriftResult(hw_model.name, path, points, cov.as_dict() if cov else {}, repeats, seed,
-                       bool(options["compensation"]), time.perf_counter() - start, options,
-                       notes)
+    run = _Repeats(analog, path, x[:n_img], y[:n_img], seconds, seed,
+                   adabs_images[:adabs] if adabs else None, batch_size, device)
+    accs: list[list[float]] = [[] for _ in seconds]
+    add = target.min_repeats
+    while add:
+        for r in range(len(accs[0]), len(accs[0]) + add):
+            for i, acc in enumerate(run.repeat(r)):
+                accs[i].append(acc)
+            if progress is not None:
+                progress(f"{hw_model.name}: programming {r + 1} done")
+        add = more_repeats(accs, n_img, target)
+    points = [_point(t, a, n_img) for t, a in zip(seconds, accs, strict=True)]
+    result = DriftResult(hw_model.name, path, points, cov.as_dict() if cov else {},
+                         len(accs[0]), seed, bool(options["compensation"]),
+                         time.perf_counter() - start, options, notes)
+    result.adabs, result.images, result.target_se = adabs, n_img, target.target_se
+    return result
+
+
+def _point(t: float, accs: list[float], images: int) -> TimePoint:
+    return TimePoint(t, format_time(t), _mean(accs), _std(accs), accs,
+                     acc_se=standard_error(accs, images), acc_median=statistics.median(accs),
+                     images=images)
+
+
+@dataclass
+class _Repeats:
+    """One programming per call, scored at every drift time (with AdaBS when asked)."""
+
+    analog: nn.Module
+    path: str
+    x: Tensor
+    y: Tensor
+    seconds: list[float]
+    seed: int
+    adabs_x: Tensor | None
+    batch_size: int
+    device: str
+
+    def _reseed(self, stream: str, *index: int | str) -> None:
+        value = stream_seed(self.seed, stream, *index)
+        torch.manual_seed(value)
+        if self.path == "fast":
+            self.analog.manual_seed(value)
+
+    def repeat(self, r: int) -> list[float]:
+        out = []
+        with torch.random.fork_rng(devices=_cuda_devices(self.device)):
+            for i, t in enumerate(self.seconds):
+                self._reseed("program", r, i)
+                program_and_drift(self.analog, t, reprogram=(i == 0))
+                if self.adabs_x is not None:
+                    self._reseed("adabs", r, i)
+                    recalibrate(self.analog, self.adabs_x, device=self.device)
+                self._reseed("periphery", r, i)
+                out.append(accuracy(self.analog, self.x, self.y, batch_size=self.batch_size,
+                                    device=self.device))
+        return out
 
 
 def _cuda_devices(device: str) -> list[int]:

@@ -13,13 +13,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hwnas.common.errors import ConfigError
 from nas.config_checks import pydantic_problems, registry_problems
 from nas.objectives import METRICS, Budget, Objective, time_label
 
 STUDIES_DIR = Path(__file__).resolve().parents[1] / "studies"
+AUTO_HWA_EPOCHS = 0.5  # `hw_eval.hwa: auto`: a short fine-tune, as AnalogNAS scores candidates
 
 
 class _Cfg(BaseModel):
@@ -31,8 +39,10 @@ class DataCfg(_Cfg):
 
     name: str = "fashion_mnist"
     root: str | None = None
-    val_fraction: float = Field(0.1, gt=0, lt=1)
-    train_limit: int | None = Field(None, gt=0, description="train images used (proxy budget)")
+    val_fraction: float = Field(0.1, gt=0, lt=1, description="share of the data set's train "
+                                "images held out for validation (candidates are scored there)")
+    train_limit: int | None = Field(None, gt=0, description="train images used (proxy budget); "
+                                    "never shrinks the validation split")
     test_limit: int | None = Field(None, gt=0)
     seed: int = 0
 
@@ -77,16 +87,54 @@ class TrainCfg(_Cfg):
     device: str = "cpu"
     amp: bool = True
     channels_last: bool = True
+    threads: int | None = Field(1, gt=0, description="torch CPU threads while training and "
+                                "scoring a candidate: fixed, so a result never depends on the "
+                                "worker count (float sums differ between thread counts)")
 
 
 class HwEvalCfg(_Cfg):
-    """How accuracy under a hardware model is scored."""
+    """How accuracy under a hardware model is scored: every analog accuracy is an estimate with
+    its spread, standard error, programmings and images (``analog.precision`` states the rule)."""
 
-    repeats: int = Field(3, gt=0, description="programming-noise draws per drift time")
-    eval_limit: int | None = Field(2000, gt=0, description="validation images scored")
-    hwa_epochs: float = Field(0.0, ge=0, description="hardware-aware fine-tuning (analog hw)")
+    repeats: int = Field(3, gt=0, description="programming-noise draws per drift time (the "
+                         "minimum when target_se is set)")
+    target_se: float | None = Field(0.01, gt=0, lt=1, description="target standard error of "
+                                    "each analog accuracy (a fraction; 0.01 = 1 point): "
+                                    "programmings and images grow until every drift time meets "
+                                    "it or a cap is reached; null: exactly `repeats`")
+    max_repeats: int = Field(20, gt=0, description="cap on programmings per candidate")
+    eval_limit: int | None = Field(4000, gt=0, description="cap on validation images scored")
+    adabs: int = Field(512, ge=0, description="AdaBS: training images that re-estimate the "
+                       "batch norms through the analog model after programming and each drift "
+                       "(analog models only; 0 = off)")
+    hwa: float | Literal["off", "auto"] = Field(
+        "off", description="hardware-aware fine-tuning before analog scoring: off, epochs, or "
+        f"auto (= {AUTO_HWA_EPOCHS} epochs, for analog hardware models only)")
     compensation: bool = True
     fast: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_hwa_epochs(cls, raw: Any) -> Any:
+        """``hwa_epochs: x`` (earlier study files) means ``hwa: x``."""
+        if isinstance(raw, dict) and "hwa_epochs" in raw and "hwa" not in raw:
+            raw = {**raw, "hwa": raw["hwa_epochs"] or "off"}
+            raw.pop("hwa_epochs")
+        return raw
+
+    @field_validator("hwa")
+    @classmethod
+    def _hwa_positive(cls, v: float | str) -> float | str:
+        if isinstance(v, int | float) and v < 0:
+            raise ValueError("must be off, auto or a number of epochs >= 0")
+        return v
+
+    @property
+    def hwa_epochs(self) -> float:
+        """HWA epochs for analog hardware models (0: none)."""
+        if self.hwa == "off":
+            return 0.0
+        return AUTO_HWA_EPOCHS if self.hwa == "auto" else float(self.hwa)
 
 
 class LatencyCfg(_Cfg):

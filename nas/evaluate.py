@@ -20,7 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+from torch import nn
+
+from analog.precision import sampling_se
 from hwnas.common.errors import HwnasError
+from hwnas.common.seeds import TrialSeeds
+from hwnas.common.threads import torch_threads
 from nas import glue
 from nas.config import StudyConfig
 from nas.config_checks import resolve_path
@@ -143,19 +149,31 @@ class Evaluator:
                          info: dict[str, Any]) -> dict[str, Any]:
         from hwnas.train.loop import evaluate, fit
 
-        data = self.data
-        model = self.space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
-                                 img_size=data.img_size)
-        result = fit(model, data, glue.fit_config(self.cfg))
-        metrics.update(train_loss=result.train_loss, train_seconds=result.seconds,
-                       train_images_per_s=result.images_per_s)
-        x, y = self._eval_split()
-        metrics["acc_digital"] = evaluate(model, x, y, device=self.cfg.train.device)["acc"]
-        for hw, times in self.hw_times().items():
-            if hw != "digital":
-                metrics.update(glue.hw_accuracy(self.cfg, model, data, hw, times, x, y))
+        data, seeds = self.data, TrialSeeds(self.cfg.seed)
+        info["seeds"] = seeds.as_dict()
+        with torch_threads(self.cfg.train.threads):
+            model = self.build(arch)
+            result = fit(model, data, glue.fit_config(self.cfg))
+            metrics.update(train_loss=result.train_loss, train_seconds=result.seconds,
+                           train_images_per_s=result.images_per_s)
+            x, y = self._eval_split()
+            acc = evaluate(model, x, y, device=self.cfg.train.device)["acc"]
+            metrics.update(acc_digital=acc, acc_digital_se=sampling_se(acc, len(y)),
+                           acc_digital_images=float(len(y)))
+            for hw, times in self.hw_times().items():
+                if hw != "digital":
+                    metrics.update(glue.hw_accuracy(self.cfg, model, data, hw, times, x, y))
         info["train_epochs"] = result.epochs
         return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+
+    def build(self, arch: str) -> nn.Module:
+        """The candidate, initialised from the trial seed's ``init`` stream: the global RNG is
+        forked, so a cost-cache miss or an earlier trial cannot change the weights."""
+        data = self.data
+        with torch.random.fork_rng():
+            torch.manual_seed(TrialSeeds(self.cfg.seed).init)
+            return self.space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
+                                    img_size=data.img_size)
 
     def _eval_split(self):  # noqa: ANN202 - (x, y) tensors
         limit = self.cfg.hw_eval.eval_limit

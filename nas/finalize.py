@@ -163,7 +163,7 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
     out["acc_digital"] = evaluate(model, x, y, device=device)["acc"]
     out["test_acc_digital"] = evaluate(model, data.x_test, data.y_test, device=device)["acc"]
     scored_cfg = cfg if hwa else cfg.model_copy(
-        update={"hw_eval": cfg.hw_eval.model_copy(update={"hwa_epochs": 0.0})})
+        update={"hw_eval": cfg.hw_eval.model_copy(update={"hwa": "off"})})
     for hw, times in Evaluator(cfg).hw_times().items():
         if hw != "digital":
             out.update(glue.hw_accuracy(scored_cfg, model, data, hw, times, x, y))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from hwnas.common.seeds import stream_seed
 from nas.config import StudyConfig
 
 # Cost fields that are text, not metrics: kept in the trial's info, not as numbers.
@@ -53,29 +54,59 @@ def predicted_latency(cfg: StudyConfig, space: str, arch: str, input_shape: tupl
 def fit_config(cfg: StudyConfig, **changes: Any):  # noqa: ANN201 - hwnas.train.loop.FitConfig
     from hwnas.train.loop import FitConfig
 
-    fields = {k: v for k, v in cfg.train.model_dump().items() if v is not None}
+    fields = {k: v for k, v in cfg.train.model_dump(exclude={"threads"}).items() if v is not None}
     return FitConfig(**{**fields, "seed": cfg.seed, **changes})
 
 
 def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],  # noqa: ANN001
                 x, y) -> dict[str, float]:  # noqa: ANN001
-    """``acc_<hw>[@t]`` (mean over repeats), its ``_std`` and the analog coverage, per time."""
+    """``acc_<hw>[@t]`` with its estimate (``_std``, ``_se``, ``_median``, ``_repeats``,
+    ``_images``), the analog coverage, and for analog models ``<hw>_adabs`` and ``<hw>_hwa_s``.
+
+    Every draw comes from the study seed's streams (``hwnas.common.seeds``): HWA fine-tuning
+    from ``hwa``, AdaBS images from ``adabs``, programming and periphery noise inside
+    ``analog.evaluate``. The same (config, arch, seed) gives the same numbers.
+    """
+    import time
+
     import analog
 
     he = cfg.hw_eval
+    is_analog = analog.get_hw(hw).kind == "analog"
     scored = copy.deepcopy(model)  # hardware models and HWA tuning must not touch the weights
-    if he.hwa_epochs > 0 and analog.get_hw(hw).kind == "analog":
-        analog.hwa_fit(scored, data, hw, fit_config(cfg, epochs=he.hwa_epochs))
+    out: dict[str, float] = {}
+    if is_analog and he.hwa_epochs > 0:
+        t0 = time.perf_counter()
+        analog.hwa_fit(scored, data, hw, fit_config(cfg, epochs=he.hwa_epochs,
+                                                    seed=stream_seed(cfg.seed, "hwa")))
+        out[f"{hw}_hwa_s"] = round(time.perf_counter() - t0, 3)
     seconds = [analog.parse_time(t) if t else 0.0 for t in times]
+    adabs = min(he.adabs, len(data.x_train)) if is_analog else 0
     res = analog.evaluate(scored.eval(), x, y, hw, times=tuple(seconds), repeats=he.repeats,
                           seed=cfg.seed, compensation=he.compensation, fast=he.fast,
-                          calib=data.x_train[:256], device=cfg.train.device)
-    out: dict[str, float] = {}
+                          calib=data.x_train[:256], device=cfg.train.device, adabs=adabs,
+                          adabs_images=adabs_images(data, adabs, cfg.seed),
+                          target_se=he.target_se if is_analog else None,
+                          max_repeats=he.max_repeats)
     for label, point in zip(times, res.points, strict=True):
         key = f"acc_{hw}@{label}" if label else f"acc_{hw}"
         out[key] = float(point.acc_mean)
-        out[f"{key}_std"] = float(point.acc_std)
+        out.update({f"{key}_std": float(point.acc_std), f"{key}_se": float(point.acc_se),
+                    f"{key}_median": float(point.acc_median),
+                    f"{key}_repeats": float(point.repeats), f"{key}_images": float(point.images)})
+    if is_analog:
+        out[f"{hw}_adabs"] = float(res.adabs)
     for name in ("weight_fraction", "mac_fraction"):
         if isinstance(res.coverage.get(name), int | float):
             out[f"{hw}_analog_{name}"] = float(res.coverage[name])
     return out
+
+
+def adabs_images(data, n: int, seed: int):  # noqa: ANN001, ANN201 - DataSplits -> Tensor | None
+    """``n`` training images drawn from the study seed's ``adabs`` stream (None for 0)."""
+    import torch
+
+    if n <= 0:
+        return None
+    gen = torch.Generator().manual_seed(stream_seed(seed, "adabs"))
+    return data.x_train[torch.randperm(len(data.x_train), generator=gen)[:n]]

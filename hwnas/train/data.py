@@ -81,13 +81,16 @@ def _check_args(spec: Dataset, root: str | Path | None, val_fraction: float,
 
 def _split(n: int, val_fraction: float, train_limit: int | None,
            seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Seeded (train, val) indices: a random subset of at most ``train_limit`` images, then
-    ``val_fraction`` of it held out. Indices are sorted so a split reads the arrays in order."""
+    """Seeded (train, val) indices: ``val_fraction`` of all ``n`` images held out, then at most
+    ``train_limit`` of the rest for training. The limit is a training budget: it never shrinks
+    the validation split, whose size sets how finely candidates can be told apart.
+    Indices are sorted so a split reads the arrays in order."""
     perm = np.random.default_rng(seed).permutation(n)
+    n_val = int(round(val_fraction * n))
+    val, train = perm[:n_val], perm[n_val:]
     if train_limit is not None:
-        perm = perm[:train_limit]
-    n_val = int(round(val_fraction * len(perm)))
-    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+        train = train[:train_limit]
+    return np.sort(train), np.sort(val)
 
 
 def _as_float(x: np.ndarray) -> torch.Tensor:
@@ -109,8 +112,9 @@ def load_data(name: str, *, root: str | Path | None = None, val_fraction: float 
               **options: object) -> DataSplits:
     """Load a registered data set as normalized train/val/test tensors.
 
-    ``seed`` draws the validation split (and the ``train_limit`` subset); the test split is the
-    data set's own and the same for every seed; ``test_limit`` keeps its first images.
+    ``seed`` draws the validation split (``val_fraction`` of the data set's train images) and
+    the ``train_limit`` training subset from the rest; the test split is the data set's own and
+    the same for every seed; ``test_limit`` keeps its first images.
     Normalization is per channel, from the train split only. ``options`` go to the reader
     (e.g. ``img_size`` for imagefolder, ``n_train`` for synthetic; see ``hwnas data info``).
     """

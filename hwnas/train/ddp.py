@@ -177,7 +177,7 @@ class _State:
     precision: Precision
     loader: DeviceLoader
     step: int = 0
-    epoch_gen: torch.Tensor | None = None
+    epoch_gen: dict[str, torch.Tensor] | None = None
     """The loader's RNG state at the start of the current epoch (it draws the permutation)."""
     batch: int = 0
     """Batches of the current epoch already trained."""
@@ -202,7 +202,7 @@ class _State:
             self.precision.scaler.load_state_dict(ck["scaler"])
         self.step = ck["step"]
         self.epoch_gen, self.batch = ck["loader"]["gen"], ck["loader"]["batch"]
-        self.loader.gen.set_state(self.epoch_gen)
+        self.loader.set_rng_state(self.epoch_gen)
         if ck["world"] == d.world:  # another world size: the new ranks keep fresh seeds
             torch.set_rng_state(ck["rng"][d.rank])
 
@@ -258,7 +258,7 @@ def train(job: DDPJob, d: Dist, store: CheckpointStore) -> dict[str, Any]:
     fmt = _memory_format(cfg, d)
     while st.step < stop:
         if ck is None:  # a fresh epoch; a restored one carries its start state and position
-            st.epoch_gen, st.batch = st.loader.gen.get_state(), 0
+            st.epoch_gen, st.batch = st.loader.rng_state(), 0
         ck, skip = None, st.batch
         net.train()
         for i, (x, y) in enumerate(st.loader):

@@ -2,9 +2,10 @@
 slices of it and augmentation runs batched on the device (as airbench does). No DataLoader
 workers: small images are then bound by the model, not by Python-side decoding.
 
-All random draws (permutation, translations, flips) come from one CPU generator seeded by
-``seed``, so a run reproduces on any device, and ranks of a distributed run that share the seed
-share the permutation and take disjoint shards of it.
+Random draws come from two CPU generators derived from ``seed`` (``hwnas.common.seeds``): one
+for the batch order, one for augmentation (translations, flips), so a run reproduces on any
+device, changing the augmentation never reorders the batches, and ranks of a distributed run
+that share the seed share the permutation and take disjoint shards of it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from hwnas.common.errors import ConfigError, Problem
+from hwnas.common.seeds import stream_seed
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,17 @@ class DeviceLoader:
         self.shuffle, self.drop_last = shuffle, drop_last
         self.augment = augment or Augment()
         self.rank, self.world_size = rank, world_size
-        self.gen = torch.Generator().manual_seed(seed)
+        self.gen = torch.Generator().manual_seed(stream_seed(seed, "order"))
+        self.aug_gen = torch.Generator().manual_seed(stream_seed(seed, "augment", rank))
         self.epoch = 0
+
+    def rng_state(self) -> dict[str, torch.Tensor]:
+        """Both generators' states (a resumed epoch replays its draws from here)."""
+        return {"order": self.gen.get_state(), "augment": self.aug_gen.get_state()}
+
+    def set_rng_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.gen.set_state(state["order"])
+        self.aug_gen.set_state(state["augment"])
 
     def __len__(self) -> int:
         full, rest = divmod(self.shard, self.batch_size)
@@ -102,7 +113,7 @@ class DeviceLoader:
             sel = idx[b * self.batch_size:(b + 1) * self.batch_size]
             x = self.x[sel]
             if self.augment.active:
-                x = augment_batch(x, self.augment, self.gen)
+                x = augment_batch(x, self.augment, self.aug_gen)
             yield x, self.y[sel]
 
 

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hwnas.common.errors import ConfigError, Problem
+from hwnas.common.seeds import stream_seed
 from hwnas.train.data import DataSplits
 from hwnas.train.loader import Augment, DeviceLoader
 
@@ -51,7 +52,8 @@ class FitConfig:
     augment: bool = True
     """The data set's own augmentation (random translate; flip where it keeps the label)."""
     seed: int = 0
-    """Seeds the batch order, augmentation and any randomness inside the model (dropout)."""
+    """Seeds the batch order, augmentation and randomness inside the model (dropout), each from
+    its own stream (``hwnas.common.seeds``)."""
     device: str = "cpu"
     amp: bool = True
     """Mixed precision on CUDA (bf16 where supported, else fp16 with loss scaling); off on CPU."""
@@ -271,7 +273,7 @@ def fit(model: nn.Module, data: DataSplits, cfg: FitConfig | None = None, *,
                Precision.for_device(cfg.device, cfg.amp), cfg.device, fmt, step_hook, on_epoch)
     x_val, y_val = data.x_val.to(cfg.device), data.y_val.to(cfg.device)
     with torch.random.fork_rng(devices=[torch.device(cfg.device)] if cuda else []):
-        torch.manual_seed(cfg.seed)
+        torch.manual_seed(stream_seed(cfg.seed, "dropout"))
         return _fit_epochs(model, loader, total, run, x_val, y_val, cfg.eval_batch_size)
 
 

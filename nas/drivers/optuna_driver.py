@@ -137,5 +137,7 @@ def record(trial: optuna.Trial, out: Outcome, study_dir: Path) -> None:
     trial.set_user_attr("feasible", out.feasible)
     trial.set_user_attr("info", {k: v for k, v in out.info.items()
                                  if isinstance(v, str | int | float | bool)})
+    if "seeds" in out.info:  # every random stream of the trial, to redraw any of its numbers
+        trial.set_user_attr("seeds", out.info["seeds"])
     if out.state_dict is not None:
         store.upload_weights(study_dir, trial, out.state_dict)

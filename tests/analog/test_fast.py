@@ -15,8 +15,9 @@ import torch
 from torch import nn
 
 import analog
-from analog.drift import accuracy, seed_for
+from analog.drift import accuracy
 from analog.fast import FastAnalogModel, IOModel, fast_unsupported, split_sizes
+from hwnas.common.seeds import stream_seed
 
 TIMES = (0.0, 86400.0, 31536000.0)
 
@@ -79,9 +80,9 @@ def test_bound_management_matches_aihwkit():
 def _accs(model, x, y, seed: int, repeats: int) -> list[list[float]]:
     out = [[0.0] * repeats for _ in TIMES]
     for r in range(repeats):
-        torch.manual_seed(seed_for(seed, r))
+        torch.manual_seed(stream_seed(seed, "program", r))
         if isinstance(model, FastAnalogModel):
-            model.manual_seed(seed_for(seed, r))
+            model.manual_seed(stream_seed(seed, "periphery", r))
         model.program_analog_weights()
         for i, t in enumerate(TIMES):
             model.drift_analog_weights(t)

@@ -55,19 +55,20 @@ def test_split_is_seeded(name, dataset_kwargs):
     assert torch.equal(a.x_val, b.x_val) and torch.equal(a.y_train, b.y_train)
     assert not torch.equal(a.x_val, c.x_val)
     assert torch.equal(a.y_test, c.y_test)  # the test split does not depend on the seed
-    total = len(a.y_train) + len(a.y_val)
-    assert len(a.y_val) == round(0.1 * total)
     if "train_limit" in kwargs:  # the subset itself is drawn by the seed too
+        assert len(a.y_train) == kwargs["train_limit"]
         assert not torch.equal(a.y_train, c.y_train)
+    else:
+        total = len(a.y_train) + len(a.y_val)
+        assert len(a.y_val) == round(0.1 * total)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7])
 @pytest.mark.parametrize("limit", [None, 50])
 def test_split_indices_disjoint_and_complete(seed, limit):
     tr, val = data_mod._split(200, 0.25, limit, seed)
-    pool = limit or 200
-    assert len(set(tr) & set(val)) == 0 and len(tr) + len(val) == pool
-    assert len(set(tr) | set(val)) == pool and max(np.concatenate([tr, val])) < 200
+    assert len(val) == 50 and len(tr) == (limit or 150)  # the limit never shrinks validation
+    assert len(set(tr) & set(val)) == 0 and max(np.concatenate([tr, val])) < 200
 
 
 def test_splits_disjoint_in_the_data():
@@ -79,7 +80,7 @@ def test_splits_disjoint_in_the_data():
 
 def test_limits_and_zero_val():
     d = load_data("digits", train_limit=100, test_limit=30, val_fraction=0.2)
-    assert d.sizes() == {"train": 80, "val": 20, "test": 30}
+    assert d.sizes() == {"train": 100, "val": round(0.2 * 1797), "test": 30}
     d = load_data("digits", val_fraction=0.0)
     assert d.sizes()["val"] == 0 and d.x_val.shape[1:] == d.input_shape
 

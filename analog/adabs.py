@@ -1,0 +1,81 @@
+"""AdaBS: batch-norm statistics re-estimated through the analog model.
+
+Programming noise and drift change every channel's gain and offset on analog tiles, while the
+batch norms keep the statistics of the digital model they were trained with. Joshi et al.
+(Nature Communications 11, 2473, 2020, "Accurate deep neural network inference using
+computational phase-change memory") re-estimate them on hardware: training images run through
+the programmed (and drifted) model with the batch norms collecting fresh running means and
+variances, nothing else changes. On the resnet space this removes most of the drift loss and
+most of the spread between programmings (DESIGN.md, "Measured since the first wave").
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import Tensor, nn
+
+from hwnas.common.errors import ConfigError
+
+_BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
+
+
+class AdaBSWarning(UserWarning):
+    """AdaBS was asked for, but the model has no batch norm to recalibrate."""
+
+
+def batch_norms(model: nn.Module) -> list[nn.Module]:
+    """Every batch-norm layer that tracks running statistics (timm's BatchNormAct2d included)."""
+    return [m for m in model.modules() if isinstance(m, _BN) and m.track_running_stats]
+
+
+def check_adabs(adabs: int, images: Tensor | None) -> None:
+    """``adabs`` images must exist among the training images handed over."""
+    if not isinstance(adabs, int) or isinstance(adabs, bool) or adabs < 0:
+        raise ConfigError.one("adabs", "must be an integer >= 0 (training images)", adabs,
+                              "use e.g. adabs=512, or 0 to keep the digital statistics")
+    if adabs == 0:
+        return
+    have = 0 if images is None else len(images)
+    if adabs > have:
+        raise ConfigError.one(
+            "adabs", f"must not exceed the training images available ({have})", adabs,
+            f"use adabs <= {have}, or pass more training images (adabs_images=)")
+
+
+@torch.no_grad()
+def recalibrate(model: nn.Module, images: Tensor, *, batch_size: int = 256,
+                device: str | torch.device = "cpu") -> int:
+    """Re-estimate every batch norm's running mean and variance from ``images`` through ``model``.
+
+    Only the batch norms switch to train mode (analog layers stay in eval mode: no training
+    noise, drift compensation on); their running statistics restart and become the plain
+    average over the batches (``momentum=None``). Returns the number of layers recalibrated.
+    """
+    norms = batch_norms(model)
+    if not norms:
+        return 0
+    saved = [(m, m.momentum, m.training) for m in norms]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None
+        m.train()
+    try:
+        for start in range(0, len(images), batch_size):
+            model(images[start:start + batch_size].to(device))
+    finally:
+        for m, momentum, training in saved:
+            m.momentum = momentum
+            m.train(training)
+    return len(norms)
+
+
+def warn_without_bn(model: nn.Module, name: str, notes: list[str]) -> bool:
+    """Warn (and note) when AdaBS has nothing to do; True when the model has batch norms."""
+    if batch_norms(model):
+        return True
+    note = f"{name}: adabs requested, but the model has no batch norm: nothing to recalibrate"
+    warnings.warn(note, AdaBSWarning, stacklevel=3)
+    notes.append(note)
+    return False

@@ -1,0 +1,111 @@
+"""Fidelity: how well a scoring recipe ranks candidates, against a precise truth and across seeds.
+
+    python bench/fidelity.py truth --workers 1 --hours 2      # grow the truth set (resumable)
+    python bench/fidelity.py score --recipes all --seeds 0,1   # score the truth archs per recipe
+    python bench/fidelity.py report                            # table + plot from the stored scores
+
+``truth`` (bench/fidelity_truth.py) trains each truth architecture on the whole Fashion-MNIST
+training split and scores it on ``pcm`` at 1 d and 30 d with AdaBS and 20 programmings on the
+whole test split; the set lives in ``bench/data/fidelity`` with its recipe. ``score`` runs the
+study evaluator (``nas.evaluate.Evaluator``) with each recipe (bench/fidelity_recipes.py) on the
+truth architectures, once per seed. ``report`` gives, per recipe: Kendall tau against the truth
+(with a bootstrap interval over architectures), top-5 overlap, Kendall tau between two seeds,
+and seconds per candidate, as a table and a tau-vs-cost plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fidelity_truth as truth  # noqa: E402  (bench/ is on sys.path when run as a script)
+
+ARCHS = truth.DATA / "archs.json"
+DEFAULT_SPACES = "resnet:24,mbconv:12"
+# The quickstart's 5 ms latency budget keeps resnet archs up to about this size (MACs at the
+# reference 3x32x32 input): larger ones are never trained by such a study, and each costs hours
+# of CPU to train for the truth.
+MAX_MACS = {"resnet": 180e6, "mbconv": 60e6}
+
+
+def truth_archs(spec: str) -> dict[str, list[str]]:
+    """The truth architectures, chosen once and kept in archs.json (the set only grows)."""
+    chosen = json.loads(ARCHS.read_text()) if ARCHS.is_file() else {}
+    for item in spec.split(","):
+        space, _, n = item.partition(":")
+        have = chosen.get(space, [])
+        if len(have) < int(n):
+            fresh = truth.pick_archs(space, int(n), max_macs=MAX_MACS.get(space))
+            chosen[space] = have + [a for a in fresh if a not in have][: int(n) - len(have)]
+    ARCHS.parent.mkdir(parents=True, exist_ok=True)
+    ARCHS.write_text(json.dumps(chosen, indent=1))
+    return chosen
+
+
+def _worker(spaces: dict[str, list[str]], threads: int, seconds: float | None) -> None:
+    truth.work(truth.plan(spaces), threads=threads, stop_after=seconds)
+
+
+def cmd_truth(args: argparse.Namespace) -> None:
+    spaces = truth_archs(args.spaces)
+    seconds = args.hours * 3600 if args.hours else None
+    if args.workers == 1:
+        _worker(spaces, args.threads, seconds)
+    else:
+        ctx = mp.get_context("spawn")
+        procs = [ctx.Process(target=_worker, args=(spaces, args.threads, seconds))
+                 for _ in range(args.workers)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+    print(f"truth: {truth.write_truth()}")
+
+
+def cmd_score(args: argparse.Namespace) -> None:
+    import fidelity_recipes as recipes
+
+    spaces = truth_archs(args.spaces)
+    names = list(recipes.RECIPES) if args.recipes == "all" else args.recipes.split(",")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    recipes.score_all(spaces.get("resnet", [])[: args.archs], names, seeds,
+                      threads=args.threads)
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    import fidelity_report as report
+
+    truth.write_truth()
+    print(report.write(bootstrap=args.bootstrap))
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("truth", help="grow the truth set")
+    t.add_argument("--spaces", default=DEFAULT_SPACES, help="space:count,...")
+    t.add_argument("--workers", type=int, default=1)
+    t.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    t.add_argument("--hours", type=float, default=None, help="stop taking units after this")
+    t.set_defaults(run=cmd_truth)
+    s = sub.add_parser("score", help="score the truth archs with each recipe")
+    s.add_argument("--spaces", default=DEFAULT_SPACES)
+    s.add_argument("--recipes", default="all")
+    s.add_argument("--seeds", default="0,1")
+    s.add_argument("--archs", type=int, default=24, help="first N resnet truth archs")
+    s.add_argument("--threads", type=int, default=1)
+    s.set_defaults(run=cmd_score)
+    r = sub.add_parser("report", help="table and plot from the stored scores")
+    r.add_argument("--bootstrap", type=int, default=2000)
+    r.set_defaults(run=cmd_report)
+    return p.parse_args(argv)
+
+
+if __name__ == "__main__":
+    args = parse()
+    args.run(args)
