@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from hwnas.common.errors import ConfigError
+from hwnas.common.seeds import stream_seed
 
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 
@@ -69,6 +70,18 @@ def recalibrate(model: nn.Module, images: Tensor, *, batch_size: int = 256,
             m.momentum = momentum
             m.train(training)
     return len(norms)
+
+
+def training_images(x_train: Tensor, n: int, seed: int) -> Tensor | None:
+    """``n`` training images drawn from the ``adabs`` stream of ``seed`` (None for ``n`` 0).
+
+    A seeded random subset rather than the first ``n``: a data set stored by class would
+    otherwise recalibrate on one class.
+    """
+    if n <= 0:
+        return None
+    gen = torch.Generator().manual_seed(stream_seed(seed, "adabs"))
+    return x_train[torch.randperm(len(x_train), generator=gen)[:n]]
 
 
 def warn_without_bn(model: nn.Module, name: str, notes: list[str]) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 
 from torch import nn
 
+from analog.adabs import training_images
 from analog.drift import DriftResult, evaluate
 from analog.hw import get_hw
 from analog.hwa import HwaOptions, hwa_fit
@@ -32,6 +33,11 @@ class ExperimentConfig:
     """Global drift compensation for the main curves."""
     compare_compensation: bool = False
     """Also draw each curve with the other compensation setting."""
+    adabs: int = 0
+    """AdaBS: training images that re-estimate the batch norms through the analog model after
+    programming and each drift (``analog.adabs``; 0: the digital statistics are kept)."""
+    compare_adabs: bool = False
+    """Also draw each curve without AdaBS (when ``adabs`` > 0)."""
     hwa_epochs: float = 0.0
     """> 0: also fine-tune a copy with HWA training for this many epochs and draw its curve."""
     hwa_lr: float | None = None
@@ -95,13 +101,16 @@ class ExperimentResult:
 def _curves(model: nn.Module, data, cfg: ExperimentConfig, *, hwa: bool,
             log: Callable[[str], None]) -> list[Curve]:
     settings = [cfg.compensation] + ([not cfg.compensation] if cfg.compare_compensation else [])
+    ada = [cfg.adabs] + ([0] if cfg.compare_adabs and cfg.adabs else [])
     out = []
-    for comp in settings:
-        label = cfg.hw + (" + HWA" if hwa else "") + ("" if comp else " (no compensation)")
+    for comp, n_ada in ((c, a) for a in ada for c in settings):
+        label = (cfg.hw + (" + HWA" if hwa else "") + (" + AdaBS" if n_ada else "")
+                 + ("" if comp else " (no compensation)"))
         result = evaluate(model, data.x_test, data.y_test, cfg.hw, times=cfg.times,
                           repeats=cfg.repeats, seed=cfg.seed, compensation=comp, fast=cfg.fast,
                           calib=data.x_train[:cfg.calib_size], batch_size=cfg.batch_size,
-                          device=cfg.device)
+                          device=cfg.device, adabs=n_ada,
+                          adabs_images=training_images(data.x_train, n_ada, cfg.seed))
         log(f"{label:<34} " + "  ".join(f"{p.label}: {100 * p.acc_mean:.2f}+-"
                                         f"{100 * p.acc_std:.2f}" for p in result.points)
             + f"  [{result.path}, {result.seconds:.1f} s]")

@@ -39,6 +39,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--hwa-lr", type=float, default=0.01)
     p.add_argument("--hwa-noise", type=float, default=0.1)
     p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--adabs", type=int, default=512,
+                   help="AdaBS training images (0: off); each curve is also drawn without it")
     p.add_argument("--times", default="1s,1h,1d,30d,1y")
     p.add_argument("--train-limit", type=int, default=None)
     p.add_argument("--test-limit", type=int, default=None)
@@ -94,6 +96,7 @@ def main() -> None:
     cfg = ExperimentConfig(hw="pcm", times=tuple(args.times.split(",")), repeats=args.repeats,
                            seed=args.seed, compare_compensation=True,
                            hwa_epochs=args.hwa_epochs, hwa_lr=args.hwa_lr,
+                           adabs=args.adabs, compare_adabs=args.adabs > 0,
                            hwa_options=HwaOptions(weight_noise=args.hwa_noise))
     result = run_experiment(model, data, cfg, fit_cfg=fit_cfg)
     meta = {"model": {"space": "resnet", "arch": args.arch, "digital_test_acc": test_acc,

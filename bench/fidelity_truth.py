@@ -94,10 +94,20 @@ def _spread_order(n: int) -> list[float]:
     return qs[:n]
 
 
+def by_cost(space_name: str, archs: list[str]) -> list[str]:
+    """Cheapest first (MACs): on a CPU the largest archs take hours each, so a run that has to
+    stop leaves as many finished archs as it can; later runs fill in the large ones."""
+    from search_spaces import get_space
+
+    space = get_space(space_name)
+    return sorted(archs, key=lambda a: space.features(a)["macs"])
+
+
 def plan(spaces: dict[str, list[str]]) -> list[Unit]:
     """Work in priority order: digital train+score for every space first, then HWA."""
-    first = [Unit(s, a, p) for s, archs in spaces.items() for a in archs for p in PHASES[:2]]
-    later = [Unit(s, a, p) for s, archs in spaces.items() for a in archs for p in PHASES[2:]]
+    order = {s: by_cost(s, archs) for s, archs in spaces.items()}
+    first = [Unit(s, a, p) for s, archs in order.items() for a in archs for p in PHASES[:2]]
+    later = [Unit(s, a, p) for s, archs in order.items() for a in archs for p in PHASES[2:]]
     return first + later
 
 
@@ -224,8 +234,8 @@ def _hwa(unit: Unit) -> dict[str, Any]:
 
 def _score(unit: Unit) -> dict[str, Any]:
     import analog
+    from analog.adabs import training_images
     from hwnas.train.loop import evaluate
-    from nas.glue import adabs_images
 
     s = TRUTH["score"]
     data = _data()
@@ -233,7 +243,8 @@ def _score(unit: Unit) -> dict[str, Any]:
     out: dict[str, Any] = {"acc_digital": evaluate(model, data.x_test, data.y_test)["acc"]}
     res = analog.evaluate(model, data.x_test, data.y_test, s["hw"], times=tuple(s["times"]),
                           repeats=s["repeats"], seed=s["seed"], fast=s["fast"],
-                          adabs=s["adabs"], adabs_images=adabs_images(data, s["adabs"], s["seed"]),
+                          adabs=s["adabs"],
+                          adabs_images=training_images(data.x_train, s["adabs"], s["seed"]),
                           calib=data.x_train[:256])
     for label, point in zip(s["times"], res.points, strict=True):
         key = f"acc_pcm@{label}"

@@ -38,9 +38,17 @@ def describe_metric(key: str, value: float, attrs: dict[str, Any], cfg: StudyCon
     if m:
         out.update(unit="fraction", hw=m["hw"], time=m["time"] or ("0s" if m["hw"] != "digital"
                                                                    else None),
-                   split=f"{cfg.data.name} validation (first {cfg.hw_eval.eval_limit or 'all'})")
-        if f"{key}_std" in attrs:
-            out.update(std=attrs[f"{key}_std"], repeats=cfg.hw_eval.repeats)
+                   split=f"{cfg.data.name} validation")
+        images = attrs.get(f"{key}_images", attrs.get("acc_digital_images"))
+        if images is not None:
+            out["images"] = int(images)
+        if f"{key}_se" in attrs:
+            out["se"] = attrs[f"{key}_se"]
+        if f"{key}_std" in attrs:  # spread over programmings, and how many there were
+            out.update(std=attrs[f"{key}_std"],
+                       repeats=int(attrs.get(f"{key}_repeats", cfg.hw_eval.repeats)))
+        if m["hw"] != "digital" and f"{m['hw']}_adabs" in attrs:
+            out["adabs_images"] = int(attrs[f"{m['hw']}_adabs"])
         return out
     out["unit"] = _UNITS.get(key) or _unit(key)
     for hw in re.findall(r"^([A-Za-z0-9]+)_analog_", key):
@@ -54,14 +62,22 @@ def describe_metric(key: str, value: float, attrs: dict[str, Any], cfg: StudyCon
     return out
 
 
+_ESTIMATE_PARTS = ("_std", "_se", "_median", "_repeats", "_images")
+
+
+def _is_estimate_part(key: str, attrs: dict[str, Any]) -> bool:
+    """``acc_pcm@1d_se`` and the like: shown in the row of the accuracy they belong to."""
+    return any(key.endswith(p) and key[: -len(p)] in attrs for p in _ESTIMATE_PARTS)
+
+
 def trial_card(cfg: StudyConfig, trial: FrozenTrial, *, extra: dict | None = None
                ) -> dict[str, Any]:
     attrs = dict(trial.user_attrs)
     info = attrs.get("info") or {}
     objs = cfg.objectives_resolved()
     numeric = {k: v for k, v in attrs.items()
-               if isinstance(v, int | float) and not isinstance(v, bool) and not k.endswith("_std")
-               and k != "worker"}
+               if isinstance(v, int | float) and not isinstance(v, bool)
+               and not _is_estimate_part(k, attrs) and k != "worker"}
     card = {
         "title": f"{cfg.space} {attrs.get('arch')}",
         "study": cfg.name, "trial": trial.number, "space": cfg.space, "arch": attrs.get("arch"),
@@ -106,13 +122,16 @@ def to_markdown(card: dict[str, Any]) -> str:
                   f"{lat.get('threads')} thread(s)"]
     if card.get("metrics"):
         lines += ["", "## Every metric", "",
-                  "| metric | value | std | unit | hardware model | drift time | measured on |",
-                  "|---|---|---|---|---|---|---|"]
+                  "Accuracies are estimates: mean ± standard error, the std over programmings, "
+                  "how many programmings and on how many images.", "",
+                  "| metric | value | ± SE | std | programmings | images | unit | hardware model "
+                  "| drift time | measured on |", "|---|---|---|---|---|---|---|---|---|---|"]
         for m in card["metrics"]:
             where = m.get("device") or m.get("split") or ("estimate" if m.get("estimate") else "")
-            lines.append(f"| {m['key']} | {_fmt(m['value'])} | {_fmt(m.get('std'))} | "
-                         f"{m.get('unit', '')} | {_fmt(m.get('hw'))} | {_fmt(m.get('time'))} | "
-                         f"{where} |")
+            lines.append(f"| {m['key']} | {_fmt(m['value'])} | {_fmt(m.get('se'))} | "
+                         f"{_fmt(m.get('std'))} | {_fmt(m.get('repeats'))} | "
+                         f"{_fmt(m.get('images'))} | {m.get('unit', '')} | {_fmt(m.get('hw'))} | "
+                         f"{_fmt(m.get('time'))} | {where} |")
     for section in ("test", "onnx", "finalize"):
         if card.get(section):
             lines += ["", f"## {section.capitalize()}", "", "```json",

@@ -98,13 +98,13 @@ class HwEvalCfg(_Cfg):
 
     repeats: int = Field(3, gt=0, description="programming-noise draws per drift time (the "
                          "minimum when target_se is set)")
-    target_se: float | None = Field(0.01, gt=0, lt=1, description="target standard error of "
-                                    "each analog accuracy (a fraction; 0.01 = 1 point): "
+    target_se: float | None = Field(0.02, gt=0, lt=1, description="target standard error of "
+                                    "each analog accuracy (a fraction; 0.02 = 2 points): "
                                     "programmings and images grow until every drift time meets "
                                     "it or a cap is reached; null: exactly `repeats`")
-    max_repeats: int = Field(20, gt=0, description="cap on programmings per candidate")
-    eval_limit: int | None = Field(4000, gt=0, description="cap on validation images scored")
-    adabs: int = Field(512, ge=0, description="AdaBS: training images that re-estimate the "
+    max_repeats: int = Field(10, gt=0, description="cap on programmings per candidate")
+    eval_limit: int | None = Field(2000, gt=0, description="cap on validation images scored")
+    adabs: int = Field(256, ge=0, description="AdaBS: training images that re-estimate the "
                        "batch norms through the analog model after programming and each drift "
                        "(analog models only; 0 = off)")
     hwa: float | Literal["off", "auto"] = Field(

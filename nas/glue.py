@@ -70,6 +70,7 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
     import time
 
     import analog
+    from analog.adabs import training_images
 
     he = cfg.hw_eval
     is_analog = analog.get_hw(hw).kind == "analog"
@@ -85,7 +86,7 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
     res = analog.evaluate(scored.eval(), x, y, hw, times=tuple(seconds), repeats=he.repeats,
                           seed=cfg.seed, compensation=he.compensation, fast=he.fast,
                           calib=data.x_train[:256], device=cfg.train.device, adabs=adabs,
-                          adabs_images=adabs_images(data, adabs, cfg.seed),
+                          adabs_images=training_images(data.x_train, adabs, cfg.seed),
                           target_se=he.target_se if is_analog else None,
                           max_repeats=he.max_repeats)
     for label, point in zip(times, res.points, strict=True):
@@ -100,13 +101,3 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
         if isinstance(res.coverage.get(name), int | float):
             out[f"{hw}_analog_{name}"] = float(res.coverage[name])
     return out
-
-
-def adabs_images(data, n: int, seed: int):  # noqa: ANN001, ANN201 - DataSplits -> Tensor | None
-    """``n`` training images drawn from the study seed's ``adabs`` stream (None for 0)."""
-    import torch
-
-    if n <= 0:
-        return None
-    gen = torch.Generator().manual_seed(stream_seed(seed, "adabs"))
-    return data.x_train[torch.randperm(len(data.x_train), generator=gen)[:n]]

@@ -89,6 +89,31 @@ def non_dominated_sort(values: np.ndarray, directions: Sequence[str]) -> np.ndar
     return ranks
 
 
+def unresolved(values: np.ndarray, directions: Sequence[str], se: np.ndarray, *,
+               z: float = 2.0) -> np.ndarray:
+    """True for every point whose place rests on differences smaller than the noise.
+
+    ``se`` holds each value's standard error (0 for exact objectives such as latency). Point
+    ``b`` *covers* point ``a`` when ``b`` is at least as good on every exact objective, not
+    worse by more than ``z * sqrt(se_a**2 + se_b**2)`` on any noisy one, and better than ``a``
+    on some objective (an exact one, or a noisy one by its mean). A point that another covers
+    cannot be told apart from a point at least as good: on a front, it is a member only because
+    its noisy score happened to come out higher. A front member that nothing covers is resolved.
+    """
+    loss = to_loss(values, directions)
+    err = np.abs(np.asarray(se, dtype=float).reshape(loss.shape))
+    noisy = err > 0
+    out = np.zeros(len(loss), dtype=bool)
+    for a in range(len(loss)):
+        slack = z * np.sqrt(err[a] ** 2 + err**2)  # (n, m)
+        allowed = np.where(noisy[a] | noisy, slack, 0.0)
+        as_good = np.all(loss <= loss[a] + allowed, axis=1)
+        better = np.any(loss < loss[a], axis=1)
+        as_good[a] = False
+        out[a] = bool(np.any(as_good & better))
+    return out
+
+
 def reference_point(values: np.ndarray, directions: Sequence[str], *,
                     worst: Sequence[float | None] | None = None,
                     explicit: Sequence[float | None] | None = None,

@@ -27,6 +27,14 @@ def _attr(trials: list[Any], key: str) -> np.ndarray:
     return np.array([float(t.user_attrs.get(key, np.nan)) for t in trials])
 
 
+def _error_bars(ax: Any, trials: list[Any], x_key: str, y_key: str, c: str) -> None:
+    """±1 standard error on every point whose SE was stored (analog accuracies)."""
+    se = _attr(trials, f"{y_key}_se")
+    if len(se) and np.isfinite(se).any():
+        ax.errorbar(_attr(trials, x_key), _attr(trials, y_key), yerr=np.nan_to_num(se), fmt="none",
+                    ecolor=c, elinewidth=1, capsize=2, zorder=2)
+
+
 def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> plt.Figure:
     x_obj, y_obj = _axes(cfg)
     done = completed(study)
@@ -42,7 +50,13 @@ def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> plt.Figure:
     fx, fy = _attr(front.trials, x_obj.key), _attr(front.trials, y_obj.key)
     order = np.argsort(fx)
     ax.step(fx[order], fy[order], where="post", c="C3", lw=1.2)
-    ax.scatter(fx, fy, s=40, c="C3", zorder=3, label=f"Pareto front: {y_obj.label}")
+    _error_bars(ax, ok, x_obj.key, y_obj.key, c="0.7")
+    _error_bars(ax, front.trials, x_obj.key, y_obj.key, c="C3")
+    ax.scatter(fx, fy, s=40, c="C3", zorder=3, label=f"Pareto front: {y_obj.label} (bars: ±1 SE)")
+    if front.resolved is not None and not all(front.resolved):
+        weak = ~np.array(front.resolved)
+        ax.scatter(fx[weak], fy[weak], s=90, facecolors="none", edgecolors="k", zorder=4,
+                   label="not resolved within 2 SE (hwnas pareto)")
     if hw:
         dy = _attr(front.trials, "acc_digital")
         ax.scatter(fx, dy, s=40, facecolors="none", edgecolors="C0", zorder=3,

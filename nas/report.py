@@ -48,6 +48,11 @@ def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.
         folder = study_dir / "pareto" / arch_dirname(t.user_attrs["arch"])
         row = {"trial": t.number, "arch": t.user_attrs.get("arch")}
         row.update(dict(zip(front.keys, t.values, strict=True)))
+        for key in front.keys:  # every noisy score with its standard error
+            if f"{key}_se" in t.user_attrs:
+                row[f"{key} ±SE"] = t.user_attrs[f"{key}_se"]
+        if front.resolved is not None:
+            row["resolved"] = "yes" if front.resolved[front.trials.index(t)] else "~ no"
         for key in ("acc_digital", "latency_p10_ms", "latency_p90_ms"):
             if key in t.user_attrs and key not in row:
                 row[key] = t.user_attrs[key]

@@ -9,7 +9,13 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nas.config import StudyConfig
-from nas.pareto import explicit_reference, hypervolume, hypervolume_history, pareto_mask
+from nas.pareto import (
+    explicit_reference,
+    hypervolume,
+    hypervolume_history,
+    pareto_mask,
+    unresolved,
+)
 from nas.pareto import reference_point as _reference_point
 from nas.store import feasible
 
@@ -25,6 +31,11 @@ class Front:
     hypervolume: float
     n_complete: int
     n_feasible: int
+    resolved: list[bool] | None = None
+    """Per front member: no other trial is, within the stored SEs, at least as good
+    (``nas.pareto.unresolved``); None when the study stored no SEs for a noisy objective."""
+    missing_se: list[str] | None = None
+    """Noisy objectives whose SEs were not stored (why ``resolved`` is None)."""
 
 
 def completed(study: optuna.Study) -> list[FrozenTrial]:
@@ -56,7 +67,41 @@ def front(cfg: StudyConfig, study: optuna.Study) -> Front:
             seen.add(arch)
             trials.append(t)
     hv = hypervolume(values, dirs, ref) if len(ok) else 0.0
-    return Front(trials, keys, dirs, ref, hv, len(done), len(ok))
+    out = Front(trials, keys, dirs, ref, hv, len(done), len(ok))
+    _resolve(out, cfg, ok, values)
+    return out
+
+
+def noisy_keys(cfg: StudyConfig) -> list[str]:
+    """Objectives measured with noise: accuracies under a stochastic (analog) hardware model,
+    and accuracies scored on a finite image set (every ``acc_*``)."""
+    return [o.key for o in cfg.objectives_resolved() if o.metric.uses_hw]
+
+
+def standard_errors(cfg: StudyConfig, trials: list[FrozenTrial]) -> tuple[np.ndarray, list[str]]:
+    """(n_trials, n_objectives) SEs from the trials' ``<key>_se`` attributes (0 for exact
+    objectives), and the noisy keys some trial lacks an SE for."""
+    keys, noisy = [o.key for o in cfg.objectives_resolved()], set(noisy_keys(cfg))
+    se = np.zeros((len(trials), len(keys)))
+    missing = []
+    for j, key in enumerate(keys):
+        if key not in noisy:
+            continue
+        got = [t.user_attrs.get(f"{key}_se") for t in trials]
+        if any(g is None for g in got):
+            missing.append(key)
+        se[:, j] = [float(g or 0.0) for g in got]
+    return se, missing
+
+
+def _resolve(out: Front, cfg: StudyConfig, ok: list[FrozenTrial], values: np.ndarray) -> None:
+    se, missing = standard_errors(cfg, ok)
+    if missing:
+        out.missing_se = missing
+        return
+    flags = unresolved(values, out.directions, se) if len(ok) else np.zeros(0, dtype=bool)
+    by_number = {t.number: not f for t, f in zip(ok, flags, strict=True)}
+    out.resolved = [by_number[t.number] for t in out.trials]
 
 
 def history(cfg: StudyConfig, study: optuna.Study) -> tuple[np.ndarray, np.ndarray]:

@@ -44,6 +44,11 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
                    help="HWA fine-tuning peak learning rate (default: lr / 10)")
     p.add_argument("--hwa-noise", type=float, default=0.05,
                    help="HWA weight-noise std relative to each channel's max |w|")
+    p.add_argument("--adabs", type=int, default=0, metavar="N",
+                   help="AdaBS: re-estimate batch norms through the analog model on N training "
+                        "images after programming and each drift (0: off)")
+    p.add_argument("--compare-adabs", action="store_true",
+                   help="also draw each curve without AdaBS")
     p.add_argument("--no-compensation", action="store_true", help="drift compensation off")
     p.add_argument("--compare-compensation", action="store_true",
                    help="also draw every curve with the other compensation setting")
@@ -79,6 +84,7 @@ def _experiment_config(args: argparse.Namespace):  # noqa: ANN202
         hw=args.hw, times=tuple(t.strip() for t in args.times.split(",")),
         repeats=args.repeats, seed=args.seed, compensation=not args.no_compensation,
         compare_compensation=args.compare_compensation, hwa_epochs=args.hwa_epochs,
+        adabs=args.adabs, compare_adabs=args.compare_adabs,
         hwa_lr=args.hwa_lr, hwa_options=HwaOptions(weight_noise=args.hwa_noise),
         references=refs, fast=not args.aihwkit_tiles, device=args.device)
 

@@ -23,6 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--report", action="store_true", help="write report.html afterwards")
     p = sub.add_parser("pareto", help="print a study's Pareto front and hypervolume")
     p.add_argument("study_dir", help="runs/<study>")
+    p.add_argument("--robust", action="store_true",
+                   help="keep only members that the stored SEs tell apart (nas.pareto.unresolved)")
     p.set_defaults(func=_pareto)
     p = sub.add_parser("export", help="export every Pareto model (checkpoint, ONNX, card)")
     p.add_argument("study_dir", help="runs/<study>")
@@ -79,20 +81,34 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_front(study_dir: Path) -> None:
+def _print_front(study_dir: Path, *, robust: bool = False) -> None:
+    from hwnas.common.errors import ConfigError
     from nas import store, summary
 
     cfg, study, _ = store.load_dir(study_dir)
     front = summary.front(cfg, study)
-    table = Table(title=f"{cfg.name}: Pareto front ({len(front.trials)} models, "
-                        f"{front.n_feasible} feasible of {front.n_complete} complete)")
-    for col in ("trial", "arch", *front.keys):
+    if robust and front.resolved is None:
+        raise ConfigError.one(
+            "pareto --robust", "needs a standard error for every noisy objective",
+            f"no stored SE for {front.missing_se}", "re-run the study with this version (it "
+            "stores <metric>_se with every accuracy), or drop --robust")
+    members = [(t, ok) for t, ok in zip(front.trials, front.resolved or [None] * len(
+        front.trials), strict=True) if ok or not robust]
+    noisy = set(summary.noisy_keys(cfg))
+    table = Table(title=f"{cfg.name}: {'robust ' if robust else ''}Pareto front "
+                        f"({len(members)} models, {front.n_feasible} feasible of "
+                        f"{front.n_complete} complete)")
+    for col in ("trial", "arch", *front.keys, "resolved"):
         table.add_column(col, overflow="fold")
-    for t in front.trials:
-        table.add_row(str(t.number), t.user_attrs.get("arch", ""),
-                      *[f"{v:.4g}" for v in t.values])
+    for t, ok in members:
+        cells = [_with_se(t, k, v, k in noisy) for k, v in zip(front.keys, t.values, strict=True)]
+        table.add_row(str(t.number), t.user_attrs.get("arch", ""), *cells,
+                      "?" if ok is None else ("yes" if ok else "~ no"))
     console = Console()
     console.print(table)
+    if front.resolved is not None and not all(front.resolved):
+        console.print("~ no: within 2 standard errors another trial is at least as good on every "
+                      "objective; `hwnas pareto --robust` leaves these out")
     if not front.n_feasible:
         budgets = "; ".join(f"{c.metric} in [{c.min}, {c.max}]" for c in cfg.constraints)
         console.print(f"no feasible trial yet (budgets: {budgets}); study in {study_dir}")
@@ -101,8 +117,13 @@ def _print_front(study_dir: Path) -> None:
     console.print(f"hypervolume {front.hypervolume:.6g} (reference {ref}); study in {study_dir}")
 
 
+def _with_se(trial, key: str, value: float, noisy: bool) -> str:  # noqa: ANN001 - FrozenTrial
+    se = trial.user_attrs.get(f"{key}_se") if noisy else None
+    return f"{value:.4g}" if se is None else f"{value:.4g} ± {se:.2g}"
+
+
 def _pareto(args: argparse.Namespace) -> int:
-    _print_front(Path(args.study_dir))
+    _print_front(Path(args.study_dir), robust=args.robust)
     return 0
 
 

@@ -29,7 +29,7 @@ def live_raw(name: str = "live", **changes: Any) -> dict[str, Any]:
            "objectives": [{"metric": "accuracy", "hw": "pcm", "time": "1d"},
                           {"metric": "latency"}],
            "train": {"steps": 3, "batch_size": 64, "lr": 0.05},
-           "hw_eval": {"repeats": 2, "eval_limit": 100},
+           "hw_eval": {"repeats": 2, "eval_limit": 100, "target_se": None, "adabs": 64},
            "latency": {"max_seconds": 0.2}, "heartbeat_s": 1}
     raw.update(copy.deepcopy(changes))
     return raw

@@ -79,10 +79,11 @@ def test_splits_disjoint_in_the_data():
 
 
 def test_limits_and_zero_val():
-    d = load_data("digits", train_limit=100, test_limit=30, val_fraction=0.2)
-    assert d.sizes() == {"train": 100, "val": round(0.2 * 1797), "test": 30}
     d = load_data("digits", val_fraction=0.0)
+    n = d.sizes()["train"]
     assert d.sizes()["val"] == 0 and d.x_val.shape[1:] == d.input_shape
+    d = load_data("digits", train_limit=100, test_limit=30, val_fraction=0.2)
+    assert d.sizes() == {"train": 100, "val": round(0.2 * n), "test": 30}
 
 
 def test_decoded_arrays_are_cached_and_protected():

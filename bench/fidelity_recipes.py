@@ -1,0 +1,98 @@
+"""Scoring recipes compared by bench/fidelity.py: the study evaluator with each recipe's settings.
+
+Every recipe starts from the quickstart study (resnet, 5,000 Fashion-MNIST training images, one
+epoch, ``pcm`` at 1 d) and changes one thing more than the one before it, so each step's gain
+in ranking quality and its cost in seconds per candidate can be read off the table:
+
+- ``quickstart``: as at 637f7ed: 500 validation images, 3 programmings, digital batch-norm
+  statistics (the seeding is always the reproducible one now; on 637f7ed it was not);
+- ``seeded``: + the whole validation cap (4,000 images) that the fixed split allows;
+- ``adabs``: + AdaBS on 512 training images;
+- ``adaptive``: + programmings grown to a 1-point standard error (at most 20);
+- ``hwa``: + half an epoch of HWA fine-tuning (``hw_eval.hwa: auto``);
+- ``default``: what ``nas.config.HwEvalCfg`` and the quickstart now use.
+
+Scores go to ``bench/data/fidelity/scores.csv``, one row per (recipe, seed, arch); rows already
+there are kept, so a run can stop and go on.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from fidelity_truth import DATA, by_cost
+
+SCORES = DATA / "scores.csv"
+BASE: dict[str, Any] = {
+    "name": "fidelity", "space": "resnet", "seed": 0, "n_trials": 1,
+    "data": {"name": "fashion_mnist", "train_limit": 5000},
+    "objectives": [{"metric": "accuracy", "hw": "pcm", "time": "1d"}],
+    "train": {"epochs": 1, "batch_size": 128, "lr": 0.1, "label_smoothing": 0.1,
+              "warmup_epochs": 0.1, "threads": 1},
+    "latency": {"device": "cpu", "batch_size": 1, "threads": 1, "max_seconds": 0.5},
+}
+_OLD_EVAL = {"repeats": 3, "eval_limit": 500, "target_se": None, "adabs": 0, "hwa": "off"}
+RECIPES: dict[str, dict[str, Any]] = {
+    "quickstart": {"hw_eval": _OLD_EVAL},
+    "seeded": {"hw_eval": {**_OLD_EVAL, "eval_limit": 4000}},
+    "adabs": {"hw_eval": {**_OLD_EVAL, "eval_limit": 4000, "adabs": 512}},
+    "adaptive": {"hw_eval": {**_OLD_EVAL, "eval_limit": 4000, "adabs": 512, "target_se": 0.01,
+                             "max_repeats": 20}},
+    "hwa": {"hw_eval": {**_OLD_EVAL, "eval_limit": 4000, "adabs": 512, "target_se": 0.01,
+                        "max_repeats": 20, "hwa": "auto"}},
+    "default": {},  # nas.config.HwEvalCfg defaults
+}
+
+
+def study(recipe: str, seed: int) -> dict[str, Any]:
+    raw = copy.deepcopy(BASE)
+    for key, value in RECIPES[recipe].items():
+        raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
+    raw["seed"] = seed
+    return raw
+
+
+def _done() -> set[tuple[str, int, str]]:
+    if not SCORES.is_file():
+        return set()
+    df = pd.read_csv(SCORES)
+    return set(zip(df.recipe, df.seed, df.arch, strict=True))
+
+
+def score_all(archs: list[str], recipes: list[str], seeds: list[int], *, threads: int) -> None:
+    import torch
+
+    from nas.config import validate_study
+    from nas.evaluate import Evaluator
+
+    torch.set_num_threads(threads)
+    done = _done()
+    evaluators = {(r, s): Evaluator(validate_study(study(r, s))) for r in recipes for s in seeds}
+    for arch in by_cost("resnet", archs):  # every recipe on one arch before the next arch
+        for (recipe, seed), evaluator in evaluators.items():
+            if (recipe, seed, arch) not in done:
+                _append(_score_one(evaluator, recipe, seed, arch))
+
+
+def _score_one(evaluator: Any, recipe: str, seed: int, arch: str) -> dict[str, Any]:
+    start = time.perf_counter()
+    out = evaluator.evaluate(arch)
+    m, key = out.metrics, "acc_pcm@1d"
+    row = {"recipe": recipe, "seed": seed, "arch": arch, "acc_digital": m["acc_digital"],
+           "acc": m[key], "acc_se": m[f"{key}_se"], "acc_std": m[f"{key}_std"],
+           "repeats": m[f"{key}_repeats"], "images": m[f"{key}_images"],
+           "seconds": out.info.get("seconds_train_eval", time.perf_counter() - start),
+           "train_seconds": m.get("train_seconds"), "hwa_seconds": m.get("pcm_hwa_s", 0.0)}
+    print(f"{recipe} seed {seed} {arch}: pcm@1d {100 * row['acc']:.1f} +- "
+          f"{100 * row['acc_se']:.1f} ({row['repeats']:.0f} x {row['images']:.0f} images), "
+          f"{row['seconds']:.1f} s", flush=True)
+    return row
+
+
+def _append(row: dict[str, Any]) -> None:
+    SCORES.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([row]).to_csv(SCORES, mode="a", header=not Path(SCORES).is_file(), index=False)
