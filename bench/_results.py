@@ -25,3 +25,17 @@ def publish(text: str, out: str | Path | None) -> None:
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text if text.endswith("\n") else text + "\n")
+
+
+def cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return "" if value is None else str(value).replace("|", "\\|")  # NB201 archs hold pipes
+
+
+def markdown(rows: list[dict[str, object]]) -> str:
+    """A markdown table; the columns are the union of the rows' keys, in order of appearance."""
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(cell(r.get(k)) for k in keys) + " |" for r in rows]
+    return "\n".join(lines)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from _results import publish  # bench/ is on sys.path when run as a script
+from _results import markdown, publish  # bench/ is on sys.path when run as a script
 
 from hwnas.common.provenance import device_name, versions
 from search_spaces import get_space, list_spaces
@@ -75,17 +75,6 @@ def throughput_row(name: str, repeats: int, batch: int = 128) -> dict[str, objec
     params, macs = count_params_macs(model, SHAPE)
     return {"space": name, "arch": arch, "params": params, "MMACs": round(macs / 1e6, 1),
             "train img/s": spread(rates)}
-
-
-def cell(value: object) -> str:
-    return str(value).replace("|", "\\|")  # NB201 arch strings hold pipes
-
-
-def markdown(rows: list[dict[str, object]]) -> str:
-    keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def main() -> None:

@@ -1,0 +1,110 @@
+"""The fidelity table and plot: each recipe's ranking against the truth, across seeds, and cost.
+
+Per recipe, over the truth architectures it scored:
+
+- tau vs truth: Kendall tau between the recipe's ``pcm@1d`` (mean over its seeds) and the
+  truth's ``pcm@1d`` (digitally trained), with a 95% bootstrap interval over architectures;
+- top-5 overlap: how many of the truth's 5 best the recipe also puts in its 5 best;
+- tau seeds: Kendall tau between the recipe's scores under seed 0 and seed 1;
+- seconds per candidate: median wall time of training and scoring one candidate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from _results import markdown
+from fidelity_recipes import RECIPES, SCORES
+from fidelity_truth import DATA, ROOT
+from scipy.stats import kendalltau
+
+RESULTS = ROOT / "bench" / "results"
+KEY = "acc_pcm@1d"
+
+
+def _tau(a: np.ndarray, b: np.ndarray) -> float:
+    return float(kendalltau(a, b).statistic) if len(a) >= 3 else float("nan")
+
+
+def _bootstrap(a: np.ndarray, b: np.ndarray, n: int, seed: int = 0) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    taus = [_tau(a[i], b[i]) for i in (rng.integers(0, len(a), len(a)) for _ in range(n))]
+    taus = [t for t in taus if np.isfinite(t)]
+    return (float(np.percentile(taus, 2.5)), float(np.percentile(taus, 97.5))) if taus else (
+        float("nan"), float("nan"))
+
+
+def _top_overlap(a: np.ndarray, b: np.ndarray, k: int = 5) -> int:
+    k = min(k, len(a))
+    return len(set(np.argsort(-a)[:k]) & set(np.argsort(-b)[:k]))
+
+
+def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int) -> list[dict[str, Any]]:
+    ref = truth[(truth.space == "resnet") & (truth.recipe == "digital")].set_index("arch")[KEY]
+    out = []
+    for recipe in [r for r in RECIPES if r in set(scores.recipe)]:
+        mine = scores[scores.recipe == recipe]
+        per_seed = mine.pivot_table(index="arch", columns="seed", values="acc")
+        both = per_seed.dropna()
+        row: dict[str, Any] = {"recipe": recipe, "archs scored": len(per_seed),
+                               "s / candidate": float(mine.seconds.median())}
+        if both.shape[1] >= 2:
+            row["tau seeds"] = _tau(both.iloc[:, 0].values, both.iloc[:, 1].values)
+            row["archs (seeds)"] = len(both)
+        common = per_seed.mean(axis=1).index.intersection(ref.index)
+        if len(common):
+            a, b = per_seed.mean(axis=1)[common].values, ref[common].values
+            lo, hi = _bootstrap(a, b, bootstrap)
+            row.update({"tau vs truth": _tau(a, b), "95% CI": f"[{lo:.2f}, {hi:.2f}]",
+                        "top-5 overlap": f"{_top_overlap(a, b)}/{min(5, len(a))}",
+                        "archs (truth)": len(common)})
+        out.append(row)
+    return out
+
+
+def plot(table: pd.DataFrame, path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.5, 4))
+    ax = fig.subplots()
+    for _, r in table.iterrows():
+        for col, marker in (("tau vs truth", "o"), ("tau seeds", "s")):
+            if col in r and np.isfinite(r.get(col, np.nan)):
+                ax.scatter(r["s / candidate"], r[col], marker=marker,
+                           c="C0" if marker == "o" else "C1")
+                ax.annotate(r["recipe"], (r["s / candidate"], r[col]), fontsize=7,
+                            xytext=(3, 3), textcoords="offset points")
+    ax.scatter([], [], marker="o", c="C0", label="Kendall tau vs truth (pcm@1d)")
+    ax.scatter([], [], marker="s", c="C1", label="Kendall tau, seed 0 vs seed 1")
+    ax.set_xlabel("seconds per candidate (median, 1 CPU thread)")
+    ax.set_ylabel("Kendall tau")
+    ax.axhline(0.8, ls="--", c="0.5", lw=0.8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+
+
+def write(*, bootstrap: int = 2000) -> str:
+    truth = pd.read_csv(DATA / "truth.csv") if (DATA / "truth.csv").stat().st_size > 1 else (
+        pd.DataFrame(columns=["space", "arch", "recipe", KEY]))
+    scores = pd.read_csv(SCORES)
+    table = pd.DataFrame(rows(truth, scores, bootstrap))
+    plot(table, RESULTS / "fidelity" / "tau_vs_cost.png")
+    text = markdown(table.to_dict("records"))
+    (RESULTS / "fidelity.md").write_text(_page(text, truth, scores))
+    return text
+
+
+def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame) -> str:
+    n_truth = int(((truth.space == "resnet") & (truth.recipe == "digital")).sum()) if len(
+        truth) else 0
+    return (f"## Fidelity: ranking quality of scoring recipes\n\n"
+            f"Command: `python bench/fidelity.py report` (after `truth` and `score`), "
+            f"1 CPU thread per process. Truth set: {n_truth} resnet architectures so far "
+            f"(bench/data/fidelity/truth.csv, recipe in recipe.json); recipe scores: "
+            f"{len(scores)} candidate evaluations (scores.csv).\n\n{text}\n\n"
+            f"![tau vs cost](fidelity/tau_vs_cost.png)\n")
