@@ -107,7 +107,7 @@ class HwEvalCfg(_Cfg):
     adabs: int = Field(256, ge=0, description="AdaBS: training images that re-estimate the "
                        "batch norms through the analog model after programming and each drift "
                        "(analog models only; 0 = off)")
-    hwa: float | Literal["off", "auto"] = Field(
+    hwa: float | str = Field(
         "off", description="hardware-aware fine-tuning before analog scoring: off, epochs, or "
         f"auto (= {AUTO_HWA_EPOCHS} epochs, for analog hardware models only)")
     compensation: bool = True
@@ -122,12 +122,14 @@ class HwEvalCfg(_Cfg):
             raw.pop("hwa_epochs")
         return raw
 
-    @field_validator("hwa")
+    @field_validator("hwa", mode="before")
     @classmethod
-    def _hwa_positive(cls, v: float | str) -> float | str:
-        if isinstance(v, int | float) and v < 0:
-            raise ValueError("must be off, auto or a number of epochs >= 0")
-        return v
+    def _hwa_value(cls, v: Any) -> float | str:
+        if v in ("off", "auto"):
+            return v
+        if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0:
+            return float(v)
+        raise ValueError("must be off, auto or a number of epochs >= 0")
 
     @property
     def hwa_epochs(self) -> float:

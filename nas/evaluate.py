@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from analog.precision import sampling_se
-from hwnas.common.errors import HwnasError
+from hwnas.common.errors import ConfigError, HwnasError
 from hwnas.common.seeds import TrialSeeds
 from hwnas.common.threads import torch_threads
 from nas import glue
@@ -84,6 +84,17 @@ class Evaluator:
         self.space  # noqa: B018 - resolves the space
         if self.table is None:
             self.data  # noqa: B018 - loads and caches the data set
+            self._check_adabs()
+
+    def _check_adabs(self) -> None:
+        """AdaBS draws its images from the training split: it must hold that many."""
+        import analog
+
+        he, n = self.cfg.hw_eval, len(self.data.x_train)
+        if he.adabs > n and any(analog.get_hw(hw).kind == "analog" for hw in self.hw_times()):
+            raise ConfigError.one(
+                "hw_eval.adabs", f"must not exceed the training split ({n} images)", he.adabs,
+                f"set hw_eval.adabs <= {n}, or raise data.train_limit")
 
     def hw_times(self) -> dict[str, list[str | None]]:
         """Hardware models to score and their drift times (digital always, for the report)."""

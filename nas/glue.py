@@ -82,7 +82,7 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
                                                     seed=stream_seed(cfg.seed, "hwa")))
         out[f"{hw}_hwa_s"] = round(time.perf_counter() - t0, 3)
     seconds = [analog.parse_time(t) if t else 0.0 for t in times]
-    adabs = min(he.adabs, len(data.x_train)) if is_analog else 0
+    adabs = he.adabs if is_analog else 0
     res = analog.evaluate(scored.eval(), x, y, hw, times=tuple(seconds), repeats=he.repeats,
                           seed=cfg.seed, compensation=he.compensation, fast=he.fast,
                           calib=data.x_train[:256], device=cfg.train.device, adabs=adabs,

@@ -91,6 +91,11 @@ def test_every_problem_reported_at_once() -> None:
     ({"objectives": [{"metric": "accuracy", "hw": "fq8"}, {"metric": "latency"}]}, "tabular"),
     ({"train": {"epochs": 0}}, "train.epochs"),
     ({"hw_eval": {"repeats": 0}}, "hw_eval.repeats"),
+    ({"hw_eval": {"target_se": 0}}, "hw_eval.target_se"),
+    ({"hw_eval": {"target_se": -0.01}}, "hw_eval.target_se"),
+    ({"hw_eval": {"adabs": -1}}, "hw_eval.adabs"),
+    ({"hw_eval": {"hwa": "sometimes"}}, "hw_eval.hwa"),
+    ({"hw_eval": {"hwa": -1.0}}, "hw_eval.hwa"),
     ({"objectives": []}, "objectives"),
     ({"latency": {"min_seconds": 5.0, "max_seconds": 2.0}}, "latency.min_seconds"),
     ({"latency": {"min_seconds": -1.0}}, "latency.min_seconds"),
@@ -109,3 +114,24 @@ def test_bad_yaml(tmp_path: Path) -> None:
     path.write_text("name: [unclosed\n")
     with pytest.raises(ConfigError, match="valid YAML"):
         load_study(path)
+
+
+def test_hwa_settings_and_the_earlier_field_name() -> None:
+    from nas.config import AUTO_HWA_EPOCHS, HwEvalCfg
+
+    assert HwEvalCfg().hwa_epochs == 0.0
+    assert HwEvalCfg(hwa="auto").hwa_epochs == AUTO_HWA_EPOCHS
+    assert HwEvalCfg(hwa=0.25).hwa_epochs == 0.25
+    assert HwEvalCfg.model_validate({"hwa_epochs": 0.5}).hwa == 0.5  # earlier study files
+
+
+def test_adabs_larger_than_the_training_split_is_refused(tmp_path: Path) -> None:
+    from study_files import live_raw
+
+    from nas.config import validate_study
+    from nas.evaluate import Evaluator
+
+    raw = live_raw("ada", data={"name": "digits", "train_limit": 100},
+                   hw_eval={"adabs": 500, "target_se": None})
+    with pytest.raises(ConfigError, match=r"hw_eval.adabs.*training split \(100 images\)"):
+        Evaluator(validate_study(raw)).prepare()
