@@ -119,7 +119,8 @@ def test_profile_writes_a_trace_and_ranks_operators(capsys, db, tmp_path):
                for row in r["operators"])
     code, out, _ = _run(capsys, "resnet", ARCH, "--input-shape", "1,8,8", "--profile",
                         str(trace), "--top", "3")
-    assert code == 0 and "self ms/fwd" in out and len(out.strip().splitlines()) == 3 + 3
+    table = out.split("self ms/fwd", 1)[1].strip().splitlines()[1:]  # rows after the header
+    assert code == 0 and len(table) == 3 and table[0].endswith("%")
 
 
 def test_profile_on_a_device_not_present(capsys, db, tmp_path):
