@@ -91,3 +91,28 @@ def test_half_form_runs_where_the_cpu_has_it(cnn, fast_rule, monkeypatch):
     monkeypatch.setattr(backends, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
     r = measure_latency(cnn, SHAPE, threads=1, rule=fast_rule, form="bf16")
     assert r.dtype == "bf16" and r.form == "bf16"
+
+
+def _study(**latency) -> dict:
+    return {"name": "s", "space": "resnet", "latency": latency,
+            "objectives": [{"metric": "accuracy", "hw": "int8"}, {"metric": "latency"}]}
+
+
+def test_a_study_times_the_form_its_hardware_model_implies():
+    from nas.config import validate_study
+    from nas.glue import latency_form
+
+    assert latency_form(validate_study(_study())) == "int8"
+    digital = {**_study(), "objectives": [{"metric": "accuracy"}, {"metric": "latency"}]}
+    assert latency_form(validate_study(digital)) == "eager"
+    assert latency_form(validate_study(_study(form="compile"))) == "compile"
+
+
+def test_a_study_asking_int8_latency_on_cuda_is_refused_before_any_trial():
+    from nas.config import validate_study
+
+    with pytest.raises(ConfigError, match="CPU only") as err:
+        validate_study(_study(form="int8", device="cuda"))
+    assert "latency" in str(err.value)
+    with pytest.raises(ConfigError, match="form"):
+        validate_study(_study(form="int4"))
