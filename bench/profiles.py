@@ -3,7 +3,7 @@
 Runs what ``hwnas cost SPACE ARCH --profile`` runs (``hw_cost.profile_model``) on the eager
 fp32 model and on the int8 model, and writes the top operators by self time with their share.
 
-    OMP_NUM_THREADS=1 python bench/profile.py --threads 1 --top 5
+    OMP_NUM_THREADS=1 python bench/profiles.py --threads 1 --top 5
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def main() -> None:
                 body += section(space, form, args, Path(tmp))
     text = "\n".join([
         "## hw_cost: per-candidate profiles (torch.profiler)", "",
-        f"Command: `OMP_NUM_THREADS={args.threads} python bench/profile.py --threads "
+        f"Command: `OMP_NUM_THREADS={args.threads} python bench/profiles.py --threads "
         f"{args.threads} --top {args.top}` (each section is what `hwnas cost SPACE ARCH "
         "--profile [--form int8]` prints; the Chrome trace is written next to it)", "",
         f"Device: {cpu_model()}, {args.threads} thread(s), batch 1, input {args.shape}, "
