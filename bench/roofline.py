@@ -20,11 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CANDIDATES = {
-    "mbconv": "mb:hs-s16-k3e3c16d2-k5e4c24d2se-k3e4c40d3-k5e6c64d3se-k5e6c96d2se",
-    "resnet": "rn:s24-d2r2c32-d2r2c64-d2r1c96-d1r2c128",
-    "vit": "vit:p4-e192-d4-h4-m4",
-}
+from bench.forms import arch_of  # noqa: E402  (one mid-size candidate per space)
+
+SPACES = ("mbconv", "resnet", "vit")
 
 
 def ceilings_table(args: argparse.Namespace) -> tuple[list[str], dict]:
@@ -57,7 +55,8 @@ def placement_table(args: argparse.Namespace, cache) -> list[str]:
 
     lines = ["| space | batch | latency ms | GFLOP/s attained | intensity FLOP/B | roof share |"
              " working set in | binding ceiling |", "|---|---|---|---|---|---|---|---|"]
-    for space, arch in CANDIDATES.items():
+    for space in SPACES:
+        arch = arch_of(space)
         for batch in (1, args.big_batch):
             r = cost_of(space, arch, input_shape=args.shape, num_classes=10, batch_size=batch,
                         threads=args.threads[0], cache=cache, refresh=True,
