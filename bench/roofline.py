@@ -1,9 +1,11 @@
 """Roofline ceilings of this device and where candidates of each space sit under them.
 
-Ceilings (large matmul FLOP/s, large copy bytes/s) are measured ``--repeats`` times per dtype and
-thread count, reported as median and spread, and compared as ratios. Then one mid-size candidate
-per space is placed at batch 1 and at ``--big-batch``: arithmetic intensity, attained FLOP/s,
-share of the roof reached, and the bound.
+Ceilings (best matmul FLOP/s over several sizes, copy bytes/s in L2, in the LLC and in DRAM,
+each warmed up and best of its calls) are measured ``--repeats`` times per dtype and thread
+count, reported as median and spread, and compared as ratios. Then one mid-size candidate per
+space is placed at batch 1 and at ``--big-batch``: arithmetic intensity, attained FLOP/s, share
+of the roof reached (must be <= 100%), the memory level holding its working set and the ceiling
+that binds.
 
     python bench/roofline.py --threads 1 2 --dtypes fp32 bf16
 """
@@ -18,18 +20,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CANDIDATES = {
-    "mbconv": "mb:hs-s16-k3e3c16d2-k5e4c24d2se-k3e4c40d3-k5e6c64d3se-k5e6c96d2se",
-    "resnet": "rn:s24-d2r2c32-d2r2c64-d2r1c96-d1r2c128",
-    "vit": "vit:p4-e192-d4-h4-m4",
-}
+from bench.forms import arch_of  # noqa: E402  (one mid-size candidate per space)
+
+SPACES = ("mbconv", "resnet", "vit")
 
 
 def ceilings_table(args: argparse.Namespace) -> tuple[list[str], dict]:
     from hw_cost.roofline import measure_ceilings
 
-    lines = ["| dtype | threads | peak GFLOP/s (median, min-max) | peak GB/s (median, min-max) |"
-             " ridge FLOP/B |", "|---|---|---|---|---|"]
+    lines = ["| dtype | threads | peak GFLOP/s (median, min-max) | DRAM GB/s (median, min-max) |"
+             " L2 GB/s | LLC GB/s | DRAM ridge FLOP/B |", "|---|---|---|---|---|---|---|"]
     found = {}
     for dtype in args.dtypes:
         for threads in args.threads:
@@ -37,9 +37,12 @@ def ceilings_table(args: argparse.Namespace) -> tuple[list[str], dict]:
             fl = [c.peak_flops / 1e9 for c in runs]
             bw = [c.peak_bytes_per_s / 1e9 for c in runs]
             found[(dtype, threads)] = (statistics.median(fl), statistics.median(bw))
+            level = {k: statistics.median(c.cache_bytes_per_s.get(k, float("nan")) / 1e9
+                                          for c in runs) for k in ("L2", "LLC")}
             lines.append(f"| {dtype} | {threads} | {statistics.median(fl):.1f} ({min(fl):.1f}-"
                          f"{max(fl):.1f}) | {statistics.median(bw):.2f} ({min(bw):.2f}-"
-                         f"{max(bw):.2f}) | {statistics.median(fl) / statistics.median(bw):.1f} |")
+                         f"{max(bw):.2f}) | {level['L2']:.1f} | {level['LLC']:.1f} | "
+                         f"{statistics.median(fl) / statistics.median(bw):.1f} |")
     base = found[(args.dtypes[0], args.threads[0])]
     lines += ["", "Ratios to the first row (FLOP/s, bytes/s): " + "; ".join(
         f"{d}/{t} threads: {f / base[0]:.2f}x, {b / base[1]:.2f}x"
@@ -51,15 +54,16 @@ def placement_table(args: argparse.Namespace, cache) -> list[str]:
     from hw_cost.api import cost_of
 
     lines = ["| space | batch | latency ms | GFLOP/s attained | intensity FLOP/B | roof share |"
-             " bound |", "|---|---|---|---|---|---|---|"]
-    for space, arch in CANDIDATES.items():
+             " working set in | binding ceiling |", "|---|---|---|---|---|---|---|---|"]
+    for space in SPACES:
+        arch = arch_of(space)
         for batch in (1, args.big_batch):
             r = cost_of(space, arch, input_shape=args.shape, num_classes=10, batch_size=batch,
                         threads=args.threads[0], cache=cache, refresh=True,
                         max_seconds=args.max_seconds)
             lines.append(f"| {space} | {batch} | {r['latency_ms']:.3f} | "
                          f"{r['attained_flops'] / 1e9:.2f} | {r['arithmetic_intensity']:.1f} | "
-                         f"{r['roof_fraction']:.1%} | {r['bound']} |")
+                         f"{r['roof_fraction']:.1%} | {r['memory_level']} | {r['ceiling']} |")
     return lines
 
 

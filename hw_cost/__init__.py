@@ -1,7 +1,10 @@
 """What a model costs on hardware: measured latency (CPU/CUDA), FLOPs/MACs, memory, roofline
 placement, the analog tile cost model, latency predictors and a persistent cost cache.
 
-    measure_latency(model, (C, H, W), device="cpu", batch_size=1, dtype="fp32") -> LatencyResult
+    measure_latency(model, (C, H, W), device="cpu", batch_size=1, dtype="fp32",
+                    form="eager") -> LatencyResult     (form: eager|compile|int8|fp16|bf16)
+    compare_latency({"a": m1, "b": m2}, (C, H, W)) -> dict  (interleaved, side by side)
+    profile_model(model, (C, H, W), trace="trace.json") -> dict  (top operators by self time)
     static_costs(model, (C, H, W)) -> dict(params, macs, flops, model_bytes, peak_activation_bytes)
     analog_cost(model, (C, H, W), tile_size=256) -> dict(tiles, analog_mac_fraction, ...)
     cost_of(space, arch, input_shape=..., num_classes=...) -> dict   (measured once, cached)
@@ -20,15 +23,16 @@ _EXPORTS = {
     "AnalogFigures": "analog_cost", "analog_cost": "analog_cost",
     "cost_of": "api", "device_fingerprint": "api", "measure_model": "api",
     "BACKENDS": "backends", "fingerprint_hash": "backends",
-    "CostCache": "cache", "CostKey": "cache",
+    "CostCache": "cache", "CostKey": "cache", "compare_latency": "compare",
+    "FORMS": "forms", "profile_model": "profile",
     "LatencyResult": "latency", "StopRule": "latency", "measure_latency": "latency",
     "predict_latency": "predictors",
     "Ceilings": "roofline", "get_ceilings": "roofline", "measure_ceilings": "roofline",
     "roofline_point": "roofline",
     "static_costs": "static",
 }
-_MODULES = ("analog_cost", "api", "backends", "cache", "latency", "lut", "options", "predictors",
-            "regressor", "roofline", "static")
+_MODULES = ("analog_cost", "api", "backends", "cache", "compare", "forms", "latency", "lut",
+            "options", "predictors", "profile", "regressor", "roofline", "static")
 __all__ = sorted(_EXPORTS)
 
 

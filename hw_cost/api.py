@@ -22,6 +22,10 @@ from hw_cost.static import static_costs
 from hwnas.common.errors import ConfigError
 from hwnas.common.provenance import provenance
 
+# The roofline fields of a cost dict (None where a model is not placed).
+ROOF_KEYS = ("arithmetic_intensity", "bytes_moved", "attained_flops", "roof_flops",
+             "roof_fraction", "peak_flops", "peak_bytes_per_s", "memory_level",
+             "level_bytes_per_s", "ridge", "bound", "ceiling")
 CacheArg = CostCache | str | os.PathLike | bool | None
 
 
@@ -46,15 +50,23 @@ def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str =
                   compile: bool | str = False, threads: int | None = None,
                   max_seconds: float = 10.0, min_seconds: float = 0.0, tile_size: int = 256,
                   cache: CostCache | None = None, rule: StopRule | None = None,
-                  clock: str = "wall") -> dict[str, object]:
-    """Latency, static costs, roofline placement and analog estimate of one built model (flat)."""
+                  clock: str = "wall", form: str = "eager") -> dict[str, object]:
+    """Latency, static costs, roofline placement and analog estimate of one built model (flat).
+
+    ``form`` is the deployed form timed (``hw_cost.forms``). An int8 model is not placed under
+    the roofline (its fields are None): the ceilings are float matmuls and copies."""
     lat = measure_latency(model, input_shape, device=device, batch_size=batch_size, dtype=dtype,
                           channels_last=channels_last, compile=compile, threads=threads,
                           max_seconds=max_seconds, min_seconds=min_seconds, rule=rule,
-                          clock=clock)
-    static = static_costs(model, input_shape, batch_size=batch_size, device=device, dtype=dtype)
-    ceilings = get_ceilings(device=device, dtype=dtype, threads=threads, cache=cache, clock=clock)
-    roof = roofline_point(static, lat.median_ms, ceilings)
+                          clock=clock, form=form)
+    static = static_costs(model, input_shape, batch_size=batch_size, device=device,
+                          dtype=lat.dtype)
+    if form == "int8":
+        roof: dict[str, object] = dict.fromkeys(ROOF_KEYS)
+    else:
+        ceilings = get_ceilings(device=device, dtype=lat.dtype, threads=threads, cache=cache,
+                                clock=clock)
+        roof = roofline_point(static, lat.median_ms, ceilings)
     analog = analog_cost(model, input_shape, tile_size=tile_size,
                          total_macs=static["macs"] // batch_size)
     return {
@@ -68,8 +80,8 @@ def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str =
         "analog_mac_fraction": analog["analog_mac_fraction"],
         "analog_energy_uj": analog["energy_uj"], "analog_latency_us": analog["latency_us"],
         "analog": analog,
-        "device": device, "batch_size": batch_size, "dtype": dtype, "threads": lat.threads,
-        "clock": clock,
+        "device": device, "batch_size": batch_size, "dtype": lat.dtype, "threads": lat.threads,
+        "clock": clock, "form": form,
         "input_shape": list(input_shape), "channels_last": channels_last, "compile": compile,
         "fingerprint": lat.fingerprint, "fingerprint_hash": lat.fingerprint_hash,
     }
@@ -80,7 +92,7 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
             channels_last: bool = False, compile: bool | str = False, threads: int | None = None,
             cache: CacheArg = None, refresh: bool = False, max_seconds: float = 10.0,
             min_seconds: float = 0.0, tile_size: int = 256, rule: StopRule | None = None,
-            clock: str = "wall") -> dict[str, object]:
+            clock: str = "wall", form: str = "eager") -> dict[str, object]:
     """All costs of ``arch`` from ``space`` (see ``measure_model``), cached.
 
     A cache hit returns the stored dict with ``cached=True``; ``refresh`` re-measures, and so
@@ -89,12 +101,13 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     ``analog_tiles``, ``analog_mac_fraction``, ``analog_energy_uj`` and ``provenance``.
     ``rule`` replaces the default timing stop rule (``max_seconds`` is its time cap,
     ``min_seconds`` its shortest timing, for a figure that averages a shared host's drift);
-    ``clock="thread"`` times CPU time of the one timing thread (see ``options.CLOCKS``).
+    ``clock="thread"`` times CPU time of the one timing thread (see ``options.CLOCKS``);
+    ``form`` the deployed form timed (``hw_cost.forms``), part of the cache key.
     """
     from search_spaces import get_space
 
     target = validate(device=device, batch_size=batch_size, dtype=dtype, input_shape=input_shape,
-                      threads=threads, clock=clock)
+                      threads=threads, clock=clock, form=form)
     if len(target.input_shape) != 3 or target.input_shape[1] != target.input_shape[2]:
         raise ConfigError.one("input_shape", "a space builds square images: (C, S, S)",
                               input_shape, "pass e.g. --input-shape 1,28,28")
@@ -103,8 +116,8 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     store = resolve_cache(cache)
     fingerprint = device_fingerprint(target.device, threads)
     options = {"num_classes": num_classes, "channels_last": channels_last, "compile": compile,
-               "tile_size": tile_size, "clock": clock}
-    key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, dtype,
+               "tile_size": tile_size, "clock": clock, "form": form}
+    key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, target.dtype,
                   target.input_shape, options)
     hit = store.get(key) if store is not None and not refresh else None
     if hit is not None and _serves(hit, rule.min_seconds if rule else min_seconds):
@@ -115,7 +128,7 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
                            batch_size=batch_size, dtype=dtype, channels_last=channels_last,
                            compile=compile, threads=threads, max_seconds=max_seconds,
                            min_seconds=min_seconds, tile_size=tile_size, cache=store, rule=rule,
-                           clock=clock)
+                           clock=clock, form=form)
     with get_backend(target.device).session(target.device, threads):  # names the threads used
         prov = provenance(target.device, options=options)
     result.update(space=space, arch=arch, features=sp.features(arch), provenance=prov)

@@ -144,18 +144,41 @@ class CudaBackend:
 
 
 @functools.cache
-def l2_cache_bytes() -> int:
-    """Size of the CPU's level-2 cache (Linux sysfs), 2 MiB when it cannot be read."""
+def cache_sizes() -> dict[str, int]:
+    """Bytes of the CPU's data caches by level (Linux sysfs): ``{"L1": .., "L2": .., "LLC": ..}``;
+    the last level found is the LLC. Levels that cannot be read are left out."""
     base = Path("/sys/devices/system/cpu/cpu0/cache")
+    found: dict[int, int] = {}
     for index in sorted(base.glob("index*")):
         try:
-            if (index / "level").read_text().strip() == "2":
-                text = (index / "size").read_text().strip().upper()
-                scale = {"K": 2**10, "M": 2**20}.get(text[-1], 1)
-                return int(text.rstrip("KM")) * scale
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            text = (index / "size").read_text().strip().upper()
+            scale = {"K": 2**10, "M": 2**20}.get(text[-1], 1)
+            found[int((index / "level").read_text())] = int(text.rstrip("KM")) * scale
         except (OSError, ValueError):
             continue
-    return 2 * 2**20
+    names = {1: "L1", 2: "L2"}
+    top = max(found, default=0)
+    return {("LLC" if level == top and level > 2 else names.get(level, f"L{level}")): size
+            for level, size in sorted(found.items())}
+
+
+def l2_cache_bytes() -> int:
+    """Size of the CPU's level-2 cache, 2 MiB when it cannot be read."""
+    return cache_sizes().get("L2", 2 * 2**20)
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (``/proc/cpuinfo``; empty where it cannot be read)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
 
 
 def get_backend(device: str) -> LatencyBackend:

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from hw_cost.backends import LatencyBackend, fingerprint_hash, get_backend
+from hw_cost.forms import apply_form
 from hw_cost.options import validate
 from hwnas.common.errors import ConfigError
 
@@ -44,6 +45,7 @@ class LatencyResult:
     compile: bool | str
     fingerprint: dict = field(default_factory=dict)
     min_seconds: float = 0.0  # the shortest timing the stop rule allowed (see StopRule)
+    form: str = "eager"  # the deployed form timed (hw_cost.forms)
 
     @property
     def fingerprint_hash(self) -> str:
@@ -82,10 +84,22 @@ class StopRule:
                                   "raise --max-seconds or lower --min-seconds")
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a timed call runs: ``module`` (the deployed form of a copy of the model) on ``x``."""
+
+    module: nn.Module
+    x: torch.Tensor
+
+    def __call__(self) -> object:
+        return self.module(self.x)
+
+
 def prepare(model: nn.Module, input_shape: Sequence[int], *, device: str, batch_size: int,
-            dtype: torch.dtype, channels_last: bool, compile: bool | str,
-            ) -> Callable[[], object]:
-    """A copy of ``model`` placed and converted as asked, and a zero-argument call on a fixed input.
+            dtype: torch.dtype, channels_last: bool, compile: bool | str, form: str = "eager",
+            ) -> Prepared:
+    """A copy of ``model`` placed, converted and put in its deployed ``form``
+    (``hw_cost.forms``), and a zero-argument call on a fixed input.
 
     The copy leaves the caller's model untouched (device, dtype, memory format, compile wrapper).
     """
@@ -94,10 +108,10 @@ def prepare(model: nn.Module, input_shape: Sequence[int], *, device: str, batch_
     if channels_last and x.dim() == 4:
         model = model.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
-    if compile:
+    if compile and form == "eager":
         # A string names the torch.compile backend ("inductor", "eager", ...); True: default.
         model = torch.compile(model, **({"backend": compile} if isinstance(compile, str) else {}))
-    return lambda: model(x)
+    return Prepared(apply_form(model, x, form), x)
 
 
 @contextmanager
@@ -155,7 +169,8 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
                     channels_last: bool = False, compile: bool | str = False,
                     threads: int | None = None, max_seconds: float = 10.0,
                     min_seconds: float = 0.0, rule: StopRule | None = None,
-                    clock: str = "wall", scrub_bytes: int = 0) -> LatencyResult:
+                    clock: str = "wall", scrub_bytes: int = 0,
+                    form: str = "eager") -> LatencyResult:
     """Median latency of ``model`` on a random input of shape (batch_size, *input_shape).
 
     ``threads`` pins torch's intra-op thread count for the measurement (None keeps the current
@@ -166,15 +181,18 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
     ``min_seconds`` times at least that long (see ``StopRule``); ``rule`` replaces both caps.
     ``scrub_bytes`` > 0 writes a buffer that large before every timed call (untimed), so each
     call starts with its weights evicted from cache, as inside a larger model.
+    ``form`` times the model as deployed (``hw_cost.forms``: eager, compile, int8, fp16, bf16);
+    building it (quantization, compilation) happens before timing and is not timed.
     """
     target = validate(device=device, batch_size=batch_size, dtype=dtype,
-                      input_shape=input_shape, threads=threads, clock=clock)
+                      input_shape=input_shape, threads=threads, clock=clock, form=form)
     rule = rule or StopRule(max_seconds=max_seconds, min_seconds=min_seconds)
     backend = get_backend(target.device)
     began = time.perf_counter()
     with backend.session(target.device, threads) as used_threads, torch.inference_mode():
         fn = prepare(model, target.input_shape, device=target.device, batch_size=batch_size,
-                     dtype=target.torch_dtype, channels_last=channels_last, compile=compile)
+                     dtype=target.torch_dtype, channels_last=channels_last, compile=compile,
+                     form=form)
         between = None
         if scrub_bytes > 0:
             scrub = torch.zeros(scrub_bytes // 4, device=target.device)
@@ -188,5 +206,5 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
         p90_ms=float(np.percentile(arr, 90)), mean_ms=float(arr.mean()),
         cv=float(arr.std() / arr.mean()), repeats=len(samples), stable=stable,
         seconds=time.perf_counter() - began, device=target.device, batch_size=batch_size,
-        dtype=dtype, threads=used_threads, clock=clock, channels_last=channels_last,
-        compile=compile, fingerprint=fingerprint, min_seconds=rule.min_seconds)
+        dtype=target.dtype, threads=used_threads, clock=clock, channels_last=channels_last,
+        compile=compile, fingerprint=fingerprint, min_seconds=rule.min_seconds, form=form)

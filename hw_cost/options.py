@@ -36,6 +36,7 @@ class Target:
     batch_size: int
     input_shape: tuple[int, ...]
     clock: str = "wall"
+    form: str = "eager"  # the deployed form timed (hw_cost.forms); dtype is the one it computes in
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -59,8 +60,12 @@ def _device_problems(device: str) -> tuple[str, list[Problem]]:
 
 def validate(*, device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
              input_shape: Sequence[int] = (3, 32, 32), threads: int | None = None,
-             clock: str = "wall") -> Target:
-    """Check every option and return a ``Target``; one ``ConfigError`` lists all problems."""
+             clock: str = "wall", form: str = "eager") -> Target:
+    """Check every option and return a ``Target``; one ``ConfigError`` lists all problems.
+
+    ``form`` (``hw_cost.forms``) fp16/bf16 sets the dtype the target computes in."""
+    from hw_cost.forms import form_dtype, form_problems
+
     backend, problems = _device_problems(device)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         problems.append(Problem("batch_size", "must be a positive integer", batch_size,
@@ -76,9 +81,10 @@ def validate(*, device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
         problems.append(Problem("threads", "must be a positive integer or None (keep torch's)",
                                 threads, "pass --threads 1 or leave it out"))
     problems += _clock_problems(clock, backend, threads)
+    problems += form_problems(form, backend, dtype)
     if problems:
         raise ConfigError(problems)
-    return Target(backend, str(device), dtype, batch_size, shape, clock)
+    return Target(backend, str(device), form_dtype(form, dtype), batch_size, shape, clock, form)
 
 
 def _clock_problems(clock: str, backend: str, threads: int | None) -> list[Problem]:

@@ -20,6 +20,7 @@ from nas.objectives import METRICS
 _ACC = re.compile(r"^acc_(?P<hw>[A-Za-z0-9_]+?)(?:@(?P<time>[0-9a-z.]+))?$")
 _UNITS = {m.column: m.unit for m in (METRICS.get(n) for n in METRICS.list())}
 _LATENCY = ("latency_ms", "latency_p10_ms", "latency_p90_ms", "latency_cv", "latency_repeats")
+_ROOF = ("roof_fraction", "attained_flops", "roof_flops", "arithmetic_intensity")
 
 
 _SUFFIX = (("_ms", "ms"), ("_us", "us"), ("_uj", "uJ"), ("_bytes", "bytes"),
@@ -56,7 +57,7 @@ def describe_metric(key: str, value: float, attrs: dict[str, Any], cfg: StudyCon
     if key.startswith("latency"):
         out["device"] = info.get("device_name", cfg.latency.device)
         out.update(batch_size=cfg.latency.batch_size, dtype=cfg.latency.dtype,
-                   threads=cfg.latency.threads)
+                   threads=cfg.latency.threads, form=info.get("form", "eager"))
     if key.startswith("analog_"):
         out["estimate"] = True
     return out
@@ -88,7 +89,9 @@ def trial_card(cfg: StudyConfig, trial: FrozenTrial, *, extra: dict | None = Non
         "latency": {k: attrs[k] for k in _LATENCY if k in attrs}
         | {"device": info.get("device_name", cfg.latency.device),
            "batch_size": cfg.latency.batch_size, "dtype": cfg.latency.dtype,
-           "threads": cfg.latency.threads},
+           "threads": cfg.latency.threads, "form": info.get("form", "eager")},
+        "roofline": {k: attrs[k] for k in _ROOF if k in attrs}
+        | {k: info[k] for k in ("ceiling", "memory_level", "bound") if k in info},
         "metrics": [describe_metric(k, v, attrs, cfg, info) for k, v in sorted(numeric.items())],
         "data": cfg.data.model_dump(),
         "proxy_training": cfg.train.model_dump() | {"seed": cfg.seed},
@@ -119,7 +122,13 @@ def to_markdown(card: dict[str, Any]) -> str:
                   f"(p10 {_fmt(lat.get('latency_p10_ms'))}, p90 {_fmt(lat.get('latency_p90_ms'))}"
                   f", CV {_fmt(lat.get('latency_cv'))}, {lat.get('latency_repeats')} repeats) on "
                   f"{lat.get('device')}, batch {lat.get('batch_size')}, {lat.get('dtype')}, "
-                  f"{lat.get('threads')} thread(s)"]
+                  f"{lat.get('threads')} thread(s), form {lat.get('form', 'eager')}"]
+    roof = card.get("roofline") or {}
+    if roof.get("roof_fraction") is not None:
+        lines += ["", f"Roofline: {_fmt(roof['roof_fraction'])} of the roof "
+                  f"({_fmt(roof.get('attained_flops'))} of {_fmt(roof.get('roof_flops'))} "
+                  f"FLOP/s attained); binding ceiling: {roof.get('ceiling', roof.get('bound'))}"
+                  f" (working set in {roof.get('memory_level', '?')})"]
     if card.get("metrics"):
         lines += ["", "## Every metric", "",
                   "Accuracies are estimates: mean ± standard error, the std over programmings, "

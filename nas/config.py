@@ -150,6 +150,16 @@ class LatencyCfg(_Cfg):
     min_seconds: float = Field(0.0, ge=0, description="time at least this long: averages a "
                                "shared host's speed drift (hw_cost.StopRule)")
     cache: str | None = Field(None, description="cost cache path (default: hw_cost's)")
+    form: Literal["eager", "compile", "int8", "fp16", "bf16"] | None = Field(
+        None, description="deployed form timed (hw_cost.forms); default: the form the "
+        "objectives' hardware model implies (int8 -> int8, else eager)")
+
+    @model_validator(mode="after")
+    def _form_on_device(self) -> LatencyCfg:
+        if self.form == "int8" and not self.device.startswith("cpu"):
+            raise ValueError(f"latency.form int8 is torchao's x86 int8 model, CPU only; got "
+                             f"device {self.device!r}: use device cpu, or form fp16/bf16 on a GPU")
+        return self
 
 
 class RayCfg(_Cfg):

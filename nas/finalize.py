@@ -2,17 +2,24 @@
 
 For each of the top-K exported Pareto models (``runs/<study>/pareto/*/model.pt``):
 
-1. **measure before**: latency and static costs on the study's latency settings, digital
-   accuracy, and accuracy under the study's hardware models and drift times with the study's
-   protocol (``nas.glue.hw_accuracy``: repeats, compensation, HWA epochs);
+1. **measure before**: static costs, digital accuracy, and accuracy under the study's hardware
+   models and drift times with the study's protocol (``nas.glue.hw_accuracy``: repeats,
+   compensation, HWA epochs);
 2. **prune** (``compress.prune``) to a channel ratio, a MACs budget or a measured-latency budget;
 3. **train** on the study's data (whole train split unless limited) with ``train.ddp``: in this
    process, under ``torchrun`` (``nproc`` > 1) or on Ray Train workers; with ``distill`` the loss
    is Hinton KD from the teacher (the most accurate Pareto model, or a given checkpoint);
 4. for analog hardware, **HWA fine-tuning** (with distillation when asked), kept in the weights;
-5. **measure after** with the same protocol, and **export** like ``hwnas export`` into
-   ``runs/<study>/final/<arch>/`` with a before/after table in the model card; every model's
-   figures also go to ``runs/<study>/final/summary.json`` for the study report.
+5. **measure after** with the same protocol; the latency of before and after is timed side by
+   side, interleaved in one run on the study's latency settings and deployed form
+   (``hw_cost.compare``), so both figures share the host's load; unsteady figures are flagged;
+6. **export** like ``hwnas export`` into ``runs/<study>/final/<arch>/`` with a before/after table
+   (units, spreads, warnings, and where an accuracy change comes from) in the model card; every
+   model's figures also go to ``runs/<study>/final/summary.json`` for the study report.
+
+The default teacher is the most accurate exported model on the validation images the
+"before" figures use, measured now (the unpruned student is among the candidates), so it is
+never weaker than its student.
 """
 
 from __future__ import annotations
@@ -33,9 +40,10 @@ from hwnas.common.provenance import provenance
 
 BACKENDS = ("torchrun", "ray")
 # Before/after rows of the model card: (key, label, unit).
-TABLE = (("params", "parameters", ""), ("macs", "MACs per image", ""),
-         ("latency_ms", "latency (median)", "ms"), ("acc_digital", "accuracy, digital (val)", ""),
-         ("test_acc_digital", "accuracy, digital (test)", ""))
+TABLE = (("params", "parameters", "count"), ("macs", "MACs per image", "count"),
+         ("latency_ms", "latency (median)", "ms"),
+         ("acc_digital", "accuracy, digital (val)", "fraction"),
+         ("test_acc_digital", "accuracy, digital (test)", "fraction"))
 
 
 @dataclass(kw_only=True)
@@ -128,37 +136,47 @@ def pareto_models(study_dir: Path) -> list[Path]:
     return found
 
 
-def pick_teacher(paths: list[Path], given: str | None) -> tuple[nn.Module, str]:
+def val_split(data: Any, cfg: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """The validation images every before/after accuracy (and the teacher choice) uses."""
+    limit = cfg.hw_eval.eval_limit
+    return data.x_val[:limit], data.y_val[:limit]
+
+
+def pick_teacher(paths: list[Path], given: str | None, data: Any, cfg: Any
+                 ) -> tuple[nn.Module, str, float]:
+    """(teacher, its path, its digital val accuracy). Default: the most accurate of ``paths``,
+    measured now on ``val_split``: stored study metrics may lack digital accuracy (an analog
+    objective) or come from another subset, and the students are among ``paths``, so the
+    choice is never weaker than any of them."""
+    from hwnas.train.loop import evaluate
     from nas.export import load_checkpoint
 
+    x, y = val_split(data, cfg)
+    device = cfg.train.device
     if given:
-        return load_checkpoint(given)[0], str(given)
-    scored = [(load_checkpoint(p)[1]["metrics"].get("acc_digital", float("-inf")), str(p))
-              for p in paths]
-    best = max(scored)[1]
-    return load_checkpoint(best)[0], best
+        model = load_checkpoint(given)[0]
+        return model, str(given), evaluate(model, x, y, device=device)["acc"]
+    scored = []
+    for p in paths:
+        model = load_checkpoint(p)[0]
+        scored.append((evaluate(model, x, y, device=device)["acc"], str(p), model))
+    acc, best, model = max(scored, key=lambda t: t[0])
+    return model, best, acc
 
 
 def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[str, float]:
-    """The study's cost and accuracy figures for ``model`` (flat, numeric); ``hwa=False`` skips
-    the study's HWA fine-tuning (the weights were already trained for the hardware)."""
+    """The study's static cost and accuracy figures for ``model`` (flat, numeric); ``hwa=False``
+    skips the study's HWA fine-tuning (the weights were already trained for the hardware).
+    Latency is timed by ``side_by_side``, before and after together."""
     import hw_cost
     from hwnas.train.loop import evaluate
     from nas import glue
     from nas.evaluate import Evaluator
 
-    lat = cfg.latency
-    timing = hw_cost.measure_latency(model, data.input_shape, device=lat.device,
-                                     batch_size=lat.batch_size, dtype=lat.dtype,
-                                     threads=lat.threads, max_seconds=lat.max_seconds,
-                                     min_seconds=lat.min_seconds)
     static = hw_cost.static_costs(model, data.input_shape)
-    out = {"latency_ms": timing.median_ms, "latency_p10_ms": timing.p10_ms,
-           "latency_p90_ms": timing.p90_ms, "latency_cv": timing.cv,
-           "params": float(static["params"]), "macs": float(static["macs"]),
+    out = {"params": float(static["params"]), "macs": float(static["macs"]),
            "model_bytes": float(static["model_bytes"])}
-    limit = cfg.hw_eval.eval_limit
-    x, y = data.x_val[:limit], data.y_val[:limit]
+    x, y = val_split(data, cfg)
     device = cfg.train.device
     out["acc_digital"] = evaluate(model, x, y, device=device)["acc"]
     out["test_acc_digital"] = evaluate(model, data.x_test, data.y_test, device=device)["acc"]
@@ -168,6 +186,43 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
         if hw != "digital":
             out.update(glue.hw_accuracy(scored_cfg, model, data, hw, times, x, y))
     return out
+
+
+def side_by_side(before: nn.Module, after: nn.Module, data: Any, cfg: Any) -> dict[str, Any]:
+    """Latency of ``before`` and ``after`` timed interleaved in one run (``hw_cost.compare``) on
+    the study's latency settings and deployed form, for about twice a study's timing cap."""
+    from hw_cost.compare import compare_latency
+    from nas.glue import latency_form
+
+    lat = cfg.latency
+    return compare_latency({"before": before, "after": after}, data.input_shape,
+                           device=lat.device, batch_size=lat.batch_size, dtype=lat.dtype,
+                           form=latency_form(cfg), threads=lat.threads,
+                           seconds=max(2.0, 2 * lat.max_seconds, lat.min_seconds))
+
+
+def _latency_figures(timing: dict[str, Any], name: str) -> dict[str, float]:
+    t = timing["models"][name]
+    return {"latency_ms": t["median_ms"], "latency_p10_ms": t["p10_ms"],
+            "latency_p90_ms": t["p90_ms"], "latency_cv": t["cv"]}
+
+
+def accuracy_source(before: dict[str, float], after: dict[str, float], cfg: Any,
+                    fc: FinalizeConfig, data: Any, teacher: str | None) -> str:
+    """Where a change of accuracy comes from: the finalize training differs from the study's
+    proxy training (images, epochs, a teacher), and pruning removes capacity."""
+    study_images = cfg.data.train_limit or len(data.x_train)
+    images = fc.train_limit or len(data.x_train)
+    gain = after.get("acc_digital", 0.0) - before.get("acc_digital", 0.0)
+    causes = [f"retraining {fc.epochs:g} epochs on {images:,} train images"
+              + (" (the whole split)" if fc.train_limit is None else "")
+              + f", where the study trained {cfg.train.epochs:g} epochs on {study_images:,}"]
+    if teacher:
+        causes.append(f"distillation from {teacher}")
+    verb = "gain" if gain > 0 else "change"
+    return (f"digital val accuracy {verb} {gain:+.3f} (same {len(val_split(data, cfg)[0]):,} "
+            f"validation images before and after) comes from: " + "; ".join(causes)
+            + (", despite pruning" if gain > 0 and fc.prune_config() is not None else ""))
 
 
 def _load_data(cfg: Any, fc: FinalizeConfig):  # noqa: ANN202 - hwnas.train.data.DataSplits
@@ -263,30 +318,56 @@ def before_after(before: dict[str, float], after: dict[str, float]) -> list[dict
     for k in keys:
         if k in before and k in after:
             label, unit = labels.get(k, (k, ""))
-            rows.append({"key": k, "label": label, "unit": unit, "before": before[k],
+            rows.append({"key": k, "label": label, "unit": unit or "fraction", "before": before[k],
                          "after": after[k], "std_before": before.get(f"{k}_std"),
                          "std_after": after.get(f"{k}_std"),
-                         "ratio": after[k] / before[k] if before[k] else None})
+                         "ratio": after[k] / before[k] if before[k] else None,
+                         **_spread(k, before, after)})
     return rows
 
 
-def table_markdown(rows: list[dict[str, Any]]) -> str:
-    def cell(v: Any, std: Any) -> str:
-        text = f"{v:.4g}" if isinstance(v, float) else str(v)
-        return f"{text} ± {std:.2g}" if isinstance(std, float) else text
+def _spread(key: str, before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """p10-p90 of a timed figure, and the ratio's own p10-p90 from the interleaved rounds."""
+    if key != "latency_ms":
+        return {}
+    return {"p10_before": before.get("latency_p10_ms"), "p90_before": before.get("latency_p90_ms"),
+            "p10_after": after.get("latency_p10_ms"), "p90_after": after.get("latency_p90_ms"),
+            "ratio_p10": after.get("latency_ratio_p10"),
+            "ratio_p90": after.get("latency_ratio_p90")}
 
-    lines = ["## Before / after finalize", "", "| metric | before | after | after/before |",
-             "|---|---|---|---|"]
+
+def cell(r: dict[str, Any], side: str) -> str:
+    """A figure with its spread: ``± std`` over repeats, or ``[p10-p90]`` of timed calls."""
+    v, std = r[side], r.get(f"std_{side}")
+    text = f"{v:.4g}" if isinstance(v, float) else str(v)
+    if isinstance(std, float):
+        return f"{text} ± {std:.2g}"
+    lo, hi = r.get(f"p10_{side}"), r.get(f"p90_{side}")
+    return f"{text} [{lo:.4g}-{hi:.4g}]" if lo is not None and hi is not None else text
+
+
+def ratio_cell(r: dict[str, Any]) -> str:
+    if r["ratio"] is None:
+        return ""
+    lo, hi = r.get("ratio_p10"), r.get("ratio_p90")
+    return f"x{r['ratio']:.3f}" + (f" [{lo:.3f}-{hi:.3f}]" if lo is not None else "")
+
+
+def table_markdown(rows: list[dict[str, Any]], notes: list[str] = ()) -> str:
+    lines = ["## Before / after finalize", "", "| metric | unit | before | after | after/before |",
+             "|---|---|---|---|---|"]
     for r in rows:
-        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else ""
-        unit = f" ({r['unit']})" if r["unit"] else ""
-        lines.append(f"| {r['label']}{unit} | {cell(r['before'], r['std_before'])} | "
-                     f"{cell(r['after'], r['std_after'])} | {ratio} |")
+        lines.append(f"| {r['label']} | {r['unit']} | {cell(r, 'before')} | {cell(r, 'after')} | "
+                     f"{ratio_cell(r)} |")
+    lines += ["", "Latency: before and after timed interleaved in one run; [p10-p90] of the calls, "
+              "the ratio's [p10-p90] over the interleaved rounds. Accuracy: ± std over repeats."]
+    lines += [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
 
 def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc: FinalizeConfig,
-                 final_root: Path, log: Any = print) -> dict[str, Any]:
+                 final_root: Path, log: Any = print, teacher_acc: float | None = None
+                 ) -> dict[str, Any]:
     """The whole recipe for one exported Pareto model; returns its summary row."""
     from nas.export import arch_dirname, export_model, load_checkpoint, read_card
 
@@ -303,11 +384,26 @@ def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc:
     student.load_state_dict(torch.load(work / "train" / "final.pt", weights_only=True))
     hwa = _hwa(student, teacher, data, cfg, fc)
     after = measure(student.eval(), data, cfg, hwa=hwa is None)
+    log(f"[{name}] timing before and after side by side")
+    timing = side_by_side(model, student, data, cfg)
+    before.update(_latency_figures(timing, "before"))
+    after.update(_latency_figures(timing, "after"),
+                 **{f"latency_{k}": v for k, v in timing["ratios"]["after"].items()})
+    warnings = list(timing["warnings"])
+    if teacher is not None and teacher_acc is not None and teacher_acc < before["acc_digital"]:
+        warnings.append(f"the teacher ({teacher_acc:.3f}) is less accurate than the unpruned "
+                        f"student ({before['acc_digital']:.3f}) on the validation images")
+    notes = [accuracy_source(before, after, cfg, fc, data,
+                             fc.teacher if teacher is not None else None)]
     rows = before_after(before, after)
     summary = {"arch": meta["arch"], "space": meta["space"], "folder": name, "source": str(path),
                "before": before, "after": after, "table": rows, "prune": pruned,
                "train": {k: v for k, v in trained.items() if k != "ray_checkpoint"},
-               "hwa": hwa, "teacher": fc.teacher if teacher is not None else None}
+               "hwa": hwa, "teacher": fc.teacher if teacher is not None else None,
+               "teacher_acc_digital": teacher_acc if teacher is not None else None,
+               "latency": timing, "warnings": warnings, "notes": notes}
+    for w in warnings:
+        log(f"[{name}] WARNING: {w}")
     card = {k: v for k, v in read_card(path.parent).items()
             if k not in ("onnx", "files", "provenance", "test")}
     card.update(title=f"{meta['space']} {meta['arch']} (finalized)", finalize=summary)
@@ -317,7 +413,7 @@ def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc:
                  tolerance=cfg.export.onnx_tolerance,
                  module=student if pruned.get("target") else None)
     with open(out / "card.md", "a") as fh:
-        fh.write("\n" + table_markdown(rows))
+        fh.write("\n" + table_markdown(rows, [*(f"WARNING: {w}" for w in warnings), *notes]))
     log(f"[{name}] exported to {out}")
     return summary
 
@@ -329,13 +425,15 @@ def finalize(study_dir: str | Path, fc: FinalizeConfig, *, log: Any = print) -> 
     fc.prune_config()  # a bad prune target fails before any work
     cfg = study_config(study_dir)
     paths = pareto_models(study_dir)[: fc.top]
-    teacher = None
-    if fc.distill:
-        teacher, fc.teacher = pick_teacher(pareto_models(study_dir), fc.teacher)
-        log(f"teacher: {fc.teacher}")
     data = _load_data(cfg, fc)
+    teacher = teacher_acc = None
+    if fc.distill:
+        teacher, fc.teacher, teacher_acc = pick_teacher(pareto_models(study_dir), fc.teacher,
+                                                        data, cfg)
+        log(f"teacher: {fc.teacher} (digital val accuracy {teacher_acc:.3f})")
     final_root = study_dir / "final"
-    models = [finalize_one(p, teacher, data, cfg, fc, final_root, log) for p in paths]
+    models = [finalize_one(p, teacher, data, cfg, fc, final_root, log, teacher_acc)
+              for p in paths]
     summary = {"study": cfg.name, "options": asdict(fc), "models": models,
                "provenance": provenance(cfg.train.device)}
     final_root.mkdir(parents=True, exist_ok=True)

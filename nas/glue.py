@@ -13,7 +13,8 @@ from hwnas.common.seeds import stream_seed
 from nas.config import StudyConfig
 
 # Cost fields that are text, not metrics: kept in the trial's info, not as numbers.
-_INFO_KEYS = ("device", "dtype", "bound", "fingerprint_hash", "cached")
+_INFO_KEYS = ("device", "dtype", "form", "bound", "ceiling", "memory_level", "fingerprint_hash",
+              "cached")
 
 
 def costs(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
@@ -25,7 +26,7 @@ def costs(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
     raw = hw_cost.cost_of(space, arch, input_shape=input_shape, num_classes=num_classes,
                           device=lat.device, batch_size=lat.batch_size, dtype=lat.dtype,
                           threads=lat.threads, cache=lat.cache, max_seconds=lat.max_seconds,
-                          min_seconds=lat.min_seconds)
+                          min_seconds=lat.min_seconds, form=latency_form(cfg))
     metrics = {k: float(v) for k, v in raw.items()
                if isinstance(v, int | float) and not isinstance(v, bool)}
     info = {k: raw[k] for k in _INFO_KEYS if k in raw}
@@ -33,6 +34,16 @@ def costs(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
     if _needs(cfg, "pred_latency_ms"):
         metrics["pred_latency_ms"] = predicted_latency(cfg, space, arch, input_shape, num_classes)
     return metrics, info
+
+
+def latency_form(cfg: StudyConfig) -> str:
+    """The deployed form a study times: ``latency.form``, else the one its hardware models
+    imply: an int8 accuracy objective deploys the int8 model (torchao's x86 int8, so on a CPU);
+    anything else, eager."""
+    if cfg.latency.form:
+        return cfg.latency.form
+    int8 = any(o.hw == "int8" for o in cfg.objectives_resolved())
+    return "int8" if int8 and cfg.latency.device.startswith("cpu") else "eager"
 
 
 def _needs(cfg: StudyConfig, key: str) -> bool:

@@ -2,6 +2,7 @@
 
     hwnas cost SPACE ARCH [--device cpu|cuda] [--batch 1] [--dtype fp32] [--data NAME |
                           --input-shape 1,28,28] [--threads 1] [--no-cache] [--json]
+                          [--form eager|compile|int8|fp16|bf16] [--profile [TRACE.json]]
     hwnas cost cache {stats,export PATH}
     hwnas cost roofline [--device cpu] [--dtype fp32] [--remeasure]
     hwnas cost build-lut SPACE [--device cpu] [-n 20]
@@ -77,6 +78,14 @@ def _measure_parser() -> argparse.ArgumentParser:
     p.add_argument("--refresh", action="store_true", help="re-measure and overwrite the cache")
     p.add_argument("--channels-last", action="store_true", help="NHWC memory format")
     p.add_argument("--compile", action="store_true", help="time torch.compile'd model")
+    p.add_argument("--form", default="eager",
+                   help="deployed form timed: eager (default), compile, int8 (torchao x86 int8 "
+                        "through inductor, CPU), fp16 or bf16 (GPU, or a CPU with native "
+                        "half arithmetic)")
+    p.add_argument("--profile", nargs="?", const="profile.json", default=None, metavar="TRACE",
+                   help="profile instead of measuring: write a torch.profiler Chrome trace "
+                        "(default profile.json) and print the top operators by self time")
+    p.add_argument("--top", type=int, default=15, help="operators listed with --profile (15)")
     p.add_argument("--tile-size", type=int, default=256, help="analog crossbar size (256)")
     p.set_defaults(handler=cmd_measure)
     return p
@@ -151,16 +160,17 @@ def _fmt(value: object) -> str:
 
 def _group(r: dict) -> dict:
     """The cost dict grouped for reading: latency, static, roofline, analog, device."""
+    from hw_cost.api import ROOF_KEYS
+
     lat = {k: r[k] for k in r if k.startswith("latency_")}
     static = {k: r[k] for k in ("params", "macs", "flops", "model_bytes",
                                 "peak_activation_bytes", "peak_activation_method", "leaf_calls")
               if k in r}
-    roof = {k: r[k] for k in ("arithmetic_intensity", "bytes_moved", "attained_flops",
-                              "roof_flops", "roof_fraction", "peak_flops", "peak_bytes_per_s",
-                              "ridge", "bound")}
+    roof = {k: r.get(k) for k in ROOF_KEYS}
     analog = {k: v for k, v in r["analog"].items() if k != "figures"}
-    setup = {k: r[k] for k in ("space", "arch", "device", "batch_size", "dtype", "threads",
-                               "clock", "input_shape", "fingerprint_hash", "cached") if k in r}
+    setup = {k: r[k] for k in ("space", "arch", "device", "form", "batch_size", "dtype",
+                               "threads", "clock", "input_shape", "fingerprint_hash", "cached")
+             if k in r}
     return {"setup": setup, "latency": lat, "static": static, "roofline": roof,
             "analog (estimate)": analog}
 
@@ -168,13 +178,45 @@ def _group(r: dict) -> dict:
 def cmd_measure(ns: argparse.Namespace) -> int:
     from hw_cost.api import cost_of
 
+    if ns.profile is not None:
+        return cmd_profile(ns)
     shape, classes = _shape(ns)
     r = cost_of(ns.space, ns.arch, input_shape=shape, num_classes=classes, device=ns.device,
                 batch_size=ns.batch, dtype=ns.dtype, channels_last=ns.channels_last,
                 compile=ns.compile, threads=ns.threads, cache=_cache(ns) or False,
                 refresh=ns.refresh, max_seconds=ns.max_seconds, min_seconds=ns.min_seconds,
-                tile_size=ns.tile_size, clock=ns.clock)
+                tile_size=ns.tile_size, clock=ns.clock, form=ns.form)
     _print(r if ns.json else _group(r), ns.json)
+    return 0
+
+
+def cmd_profile(ns: argparse.Namespace) -> int:
+    from hw_cost.options import validate
+    from hw_cost.profile import profile_model
+    from search_spaces import get_space
+
+    shape, classes = _shape(ns)
+    # Every option is checked before the model is built: a GPU asked on a machine without one
+    # is one clear error, not a trace of the wrong device.
+    validate(device=ns.device, batch_size=ns.batch, dtype=ns.dtype, input_shape=shape,
+             threads=ns.threads, form=ns.form)
+    sp = get_space(ns.space)
+    sp.validate(ns.arch)
+    model = sp.build(ns.arch, in_chans=shape[0], num_classes=classes, img_size=shape[1])
+    r = profile_model(model, shape, trace=ns.profile, device=ns.device, batch_size=ns.batch,
+                      dtype=ns.dtype, form=ns.form, channels_last=ns.channels_last,
+                      threads=ns.threads, top=ns.top)
+    if ns.json:
+        _print(r, True)
+        return 0
+    print(f"{ns.space} {ns.arch}: {r['form']} on {r['device']}, {r['dtype']}, batch {ns.batch}, "
+          f"{r['threads']} thread(s); {r['calls']} forwards profiled, "
+          f"{r['total_self_ms']:.3f} ms self time per forward")
+    print(f"trace: {r['trace']}\n")
+    print(f"{'operator':48s} {'calls/fwd':>9s} {'self ms/fwd':>11s} {'share':>7s}")
+    for row in r["operators"]:
+        print(f"{row['operator'][:48]:48s} {row['calls']:9.1f} {row['self_ms']:11.4f} "
+              f"{row['share']:7.1%}")
     return 0
 
 
@@ -196,7 +238,9 @@ def cmd_roofline(ns: argparse.Namespace) -> int:
     c = get_ceilings(device=ns.device, dtype=ns.dtype, threads=ns.threads, cache=_cache(ns),
                      remeasure=ns.remeasure, clock=ns.clock)
     _print({"peak_gflops": c.peak_flops / 1e9, "peak_gbytes_per_s": c.peak_bytes_per_s / 1e9,
-            "ridge_flop_per_byte": c.ridge, "matmul_n": c.matmul_n, "copy_bytes": c.copy_bytes,
+            **{f"{level}_gbytes_per_s": bw / 1e9 for level, bw in c.cache_bytes_per_s.items()},
+            "cache_bytes": c.cache_bytes, "ridge_flop_per_byte": c.ridge, "matmul_n": c.matmul_n,
+            "copy_bytes": c.copy_bytes,
             "dtype": c.dtype, "clock": c.clock, "fingerprint": c.fingerprint}, ns.json)
     return 0
 

@@ -73,10 +73,17 @@ def _finalize(args: argparse.Namespace) -> int:
         distill_mode=args.distill_mode, alpha=args.alpha, temperature=args.temperature,
         epochs=args.epochs, lr=args.lr, nproc=args.nproc, backend=args.backend,
         workers=args.workers or 2, train_limit=args.train_limit, onnx=args.onnx)
+    from nas.finalize import cell, ratio_cell
+
     summary = finalize(args.study_dir, fc)
     for m in summary["models"]:
         print(f"\n{m['arch']} -> {args.study_dir}/final/{m['folder']}")
         for r in m["table"]:
-            ratio = f"  (x{r['ratio']:.3f})" if r["ratio"] is not None else ""
-            print(f"  {r['label']:<28} {r['before']:>12.4g} -> {r['after']:<12.4g}{ratio}")
+            print(f"  {r['label']:<26} {r['unit']:<8} {cell(r, 'before'):>24} -> "
+                  f"{cell(r, 'after'):<24} {ratio_cell(r)}")
+        print("  latency: before and after timed interleaved in one run, [p10-p90]")
+        for w in m["warnings"]:
+            print(f"  WARNING: {w}")
+        for n in m["notes"]:
+            print(f"  note: {n}")
     return 0

@@ -16,8 +16,10 @@ ARCH = "rn:s16-d2r1c48"
 
 @pytest.fixture
 def db(tmp_path, monkeypatch) -> str:
-    monkeypatch.setitem(roofline._MATMUL_N, "cpu", 256)
+    monkeypatch.setitem(roofline._MATMUL_N, "cpu", (256,))
     monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
+    monkeypatch.setattr(roofline, "_WARMUP_S", 0.01)
+    monkeypatch.setattr(roofline, "_TIMED_S", 0.02)
     return str(tmp_path / "costs.db")
 
 
@@ -82,6 +84,8 @@ def test_roofline_prints_the_ceilings_and_caches_them(capsys, db):
     (["build-lut", "nospace", "-n", "2"], "space: must be one of"),
     (["resnet", ARCH, "--min-seconds", "5", "--max-seconds", "1"],
      "min_seconds: must lie in [0, max_seconds]"),
+    (["resnet", ARCH, "--form", "int4"], "form: must be one of"),
+    (["resnet", ARCH, "--form", "int4", "--profile"], "form: must be one of"),
 ])
 def test_bad_input_is_one_clear_line(capsys, db, argv, message):
     code, _, err = _run(capsys, *argv, "--cache", db)
@@ -95,6 +99,38 @@ def test_cuda_on_a_cpu_machine(capsys, db):
         pytest.skip("this machine has CUDA")
     code, _, err = _run(capsys, "resnet", ARCH, "--device", "cuda", "--cache", db)
     assert code == 2 and "CUDA asked on a CPU machine" in err
+
+
+def test_int8_on_cuda_is_a_clear_error(capsys, db):
+    code, _, err = _run(capsys, "resnet", ARCH, "--device", "cuda", "--form", "int8",
+                        "--cache", db)
+    assert code == 2 and "int8 is torchao's x86 int8 model, which runs on CPU only" in err
+
+
+def test_profile_writes_a_trace_and_ranks_operators(capsys, db, tmp_path):
+    trace = tmp_path / "trace.json"
+    code, out, _ = _run(capsys, "resnet", ARCH, "--input-shape", "1,8,8", "--profile",
+                        str(trace), "--json")
+    r = json.loads(out)
+    assert code == 0 and json.loads(trace.read_text())["traceEvents"]
+    shares = [row["share"] for row in r["operators"]]
+    assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1 + 1e-9
+    assert any(row["operator"] == "aten::mkldnn_convolution" or "conv" in row["operator"]
+               for row in r["operators"])
+    code, out, _ = _run(capsys, "resnet", ARCH, "--input-shape", "1,8,8", "--profile",
+                        str(trace), "--top", "3")
+    table = out.split("self ms/fwd", 1)[1].strip().splitlines()[1:]  # rows after the header
+    assert code == 0 and len(table) == 3 and table[0].endswith("%")
+
+
+def test_profile_on_a_device_not_present(capsys, db, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    trace = tmp_path / "trace.json"
+    code, _, err = _run(capsys, "resnet", ARCH, "--device", "cuda", "--profile", str(trace))
+    assert code == 2 and "CUDA asked on a CPU machine" in err and not trace.exists()
 
 
 def test_help_lists_the_sub_commands(capsys):

@@ -21,8 +21,10 @@ SHAPE = (1, 16, 16)
 @pytest.fixture(autouse=True)
 def small_ceilings(monkeypatch):
     # The real ceiling sizes take seconds; the placement logic is the same at any size.
-    monkeypatch.setitem(roofline._MATMUL_N, "cpu", 256)
+    monkeypatch.setitem(roofline._MATMUL_N, "cpu", (256,))
     monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
+    monkeypatch.setattr(roofline, "_WARMUP_S", 0.01)
+    monkeypatch.setattr(roofline, "_TIMED_S", 0.02)
 
 
 def _cost(space: str, arch: str, cache, **kw):

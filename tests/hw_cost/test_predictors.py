@@ -18,8 +18,10 @@ from search_spaces import get_space
 
 @pytest.fixture
 def setting(fast_rule, monkeypatch) -> Setting:
-    monkeypatch.setitem(roofline._MATMUL_N, "cpu", 256)
+    monkeypatch.setitem(roofline._MATMUL_N, "cpu", (256,))
     monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
+    monkeypatch.setattr(roofline, "_WARMUP_S", 0.01)
+    monkeypatch.setattr(roofline, "_TIMED_S", 0.02)
     return Setting("resnet", (1, 8, 8), 10, threads=1, block_rule=fast_rule,
                    model_rule=fast_rule)
 

@@ -85,7 +85,45 @@ def test_finalize_prunes_distills_remeasures_and_exports(study: Path) -> None:
     assert sum(p.numel() for p in model.parameters()) == after["params"]
     card = json.loads((folder / "card.json").read_text())
     assert card["onnx"]["ok"] and card["finalize"]["table"]
-    assert "Before / after finalize" in (folder / "card.md").read_text()
+    text = (folder / "card.md").read_text()
+    assert "Before / after finalize" in text and "interleaved" in text
+    # Latency: both sides timed in one interleaved run, with spreads, units and a ratio.
+    timing = m["latency"]
+    assert timing["unit"] == "ms" and timing["rounds"] >= 10
+    row = next(r for r in m["table"] if r["key"] == "latency_ms")
+    assert row["unit"] == "ms" and row["p10_before"] <= row["before"] <= row["p90_before"]
+    assert row["ratio_p10"] <= row["ratio"] <= row["ratio_p90"]
+    assert all(r["unit"] for r in m["table"])
+    assert isinstance(m["warnings"], list)
+    # The default teacher is never weaker than its student, measured on the same images.
+    assert m["teacher_acc_digital"] >= before["acc_digital"]
+    assert "where the study trained" in m["notes"][0] and "distillation" in m["notes"][0]
+
+
+def test_default_teacher_is_measured_not_read(study: Path, tmp_path: Path) -> None:
+    """Stored study metrics can mislead (here they are swapped, as when the study scored
+    another subset): the teacher is the most accurate model measured now, never weaker than
+    either student."""
+    from hwnas.train.data import load_data
+    from hwnas.train.loop import evaluate
+    from nas.finalize import pareto_models, pick_teacher, study_config, val_split
+
+    cfg = study_config(study)
+    data = load_data("digits", val_fraction=0.2)
+    x, y = val_split(data, cfg)
+    paths = pareto_models(study)
+    accs = {str(p): evaluate(load_checkpoint(p)[0], x, y)["acc"] for p in paths}
+    lying = []
+    for p, fake in zip(paths, (0.0, 1.0), strict=True):  # the stored order, inverted
+        model, meta = load_checkpoint(p)
+        out = tmp_path / p.parent.name / "model.pt"
+        save_checkpoint(out, space=meta["space"], arch=meta["arch"],
+                        state_dict=model.state_dict(), data=meta["data"],
+                        metrics={"acc_digital": fake})
+        lying.append(out)
+    _, chosen, acc = pick_teacher(lying, None, data, cfg)
+    assert acc == max(accs.values()) and acc >= min(accs.values())
+    assert Path(chosen).parent.name == Path(max(accs, key=accs.get)).parent.name
 
 
 @pytest.mark.parametrize("space", ["mbconv", "nb201", "resnet", "vit"])

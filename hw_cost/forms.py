@@ -1,0 +1,110 @@
+"""Deployed forms: the model as it would run once deployed, which is what latency must time.
+
+A study that scores int8 accuracy should optimize int8 latency, not fp32 eager latency, so a
+measurement names the form of the model it times:
+
+    eager    the float model as built (fp32 unless ``dtype`` says otherwise)
+    compile  the float model through ``torch.compile`` (inductor)
+    int8     torchao's x86 int8 PTQ model (``analog.apply(model, "int8")``: PT2E export,
+             ``X86InductorQuantizer``, conv-bn folding) lowered by inductor's x86 passes to
+             oneDNN int8 kernels; CPU
+    fp16     the model and its input in float16 (a GPU form; a CPU needs native fp16 arithmetic)
+    bf16     the same in bfloat16 (a CPU needs native bf16 arithmetic)
+
+Forms are a registry (``FORMS``) of functions ``(model, example) -> module``; ``form_problems``
+says why a form cannot run on a device, before anything is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from hwnas.common.errors import Problem
+from hwnas.common.registry import Registry
+
+FormFn = Callable[[nn.Module, Tensor], nn.Module]
+FORMS: Registry[FormFn] = Registry("latency form")
+# The dtype a form computes in; other forms compute in the measurement's dtype.
+FORM_DTYPES = {"fp16": "fp16", "bf16": "bf16"}
+# CPU flags (/proc/cpuinfo) that give native half-precision arithmetic; without one, a CPU
+# emulates it in software and the timing says nothing about a deployment.
+_NATIVE = {"fp16": ("avx512_fp16", "amx_fp16", "fphp", "asimdhp"),
+           "bf16": ("avx512_bf16", "amx_bf16", "bf16")}
+CALIB_IMAGES = 8
+
+
+@FORMS.register("eager")
+def _eager(model: nn.Module, example: Tensor) -> nn.Module:
+    return model
+
+
+@FORMS.register("compile")
+def _compile(model: nn.Module, example: Tensor) -> nn.Module:
+    return torch.compile(model)
+
+
+@FORMS.register("int8")
+def _int8(model: nn.Module, example: Tensor) -> nn.Module:
+    """torchao's int8 PTQ model (``analog.apply(model, "int8")``) lowered by inductor's x86
+    int8 fusion passes (``lower_pt2e_quantized_to_x86``: each dequantize -> conv/linear ->
+    quantize becomes one ``onednn::qconv_pointwise`` / ``qlinear_pointwise`` kernel on packed
+    int8 weights).
+
+    Not through inductor's code generation as well: with torch 2.13 and torchao 0.18,
+    ``torch.compile`` of the lowered graph fails (qlinear lowering asserts on its packed
+    weight), with freezing it fails on ``onednn.qconv_prepack`` (no fake kernel), and without
+    freezing it runs fp32 convolutions between (de)quantize steps, which is not an int8 model.
+    """
+    from torchao.quantization.pt2e.lowering import lower_pt2e_quantized_to_x86
+
+    import analog  # deferred: torchao is a heavy import
+
+    # Calibration only sets the quantization ranges, which do not change the kernels that run
+    # or their speed, so random images serve a latency figure.
+    gen = torch.Generator().manual_seed(0)
+    calib = torch.randn(CALIB_IMAGES, *example.shape[1:], generator=gen)
+    quantized = analog.apply(model.cpu().float(), "int8", calib=calib)
+    with torch.no_grad():
+        return lower_pt2e_quantized_to_x86(quantized, (example,))
+
+
+@FORMS.register("fp16")
+@FORMS.register("bf16")
+def _half(model: nn.Module, example: Tensor) -> nn.Module:
+    return model  # the cast to the form's dtype happens with the input's (latency.prepare)
+
+
+def form_problems(form: str, backend: str, dtype: str) -> list[Problem]:
+    """Why ``form`` cannot be timed on ``backend`` in ``dtype`` (empty when it can)."""
+    from hw_cost.backends import cpu_flags
+
+    if form not in FORMS:
+        return [Problem("form", f"must be one of {FORMS.list()}", form,
+                        "pass --form eager, compile, int8, fp16 or bf16")]
+    if form == "int8" and backend != "cpu":
+        return [Problem("form", "int8 is torchao's x86 int8 model, which runs on CPU only",
+                        f"int8 on {backend}", "use --device cpu, or --form fp16/bf16 on a GPU")]
+    if form == "int8" and dtype != "fp32":
+        return [Problem("dtype", "the int8 form quantizes the fp32 model", dtype,
+                        "leave --dtype fp32 with --form int8")]
+    if form in FORM_DTYPES and dtype not in ("fp32", FORM_DTYPES[form]):
+        return [Problem("dtype", f"the {form} form computes in {form}", dtype,
+                        f"leave --dtype out (or pass {form}) with --form {form}")]
+    if form in _NATIVE and backend == "cpu" and not cpu_flags() & set(_NATIVE[form]):
+        return [Problem("form", f"{form} on this CPU is software emulation (none of the flags "
+                        f"{list(_NATIVE[form])}), not a deployed form", f"{form} on cpu",
+                        "use --form int8 or eager on this CPU, or --device cuda")]
+    return []
+
+
+def form_dtype(form: str, dtype: str) -> str:
+    """The dtype a measurement in ``form`` computes in."""
+    return FORM_DTYPES.get(form, dtype)
+
+
+def apply_form(model: nn.Module, example: Tensor, form: str) -> nn.Module:
+    """``model`` (already placed and cast) in the deployed ``form``."""
+    return FORMS.get(form)(model, example)
