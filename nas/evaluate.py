@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwnas.common.errors import HwnasError
-from nas import glue
+from nas import glue, schedule
 from nas.config import StudyConfig
 from nas.config_checks import resolve_path
 from nas.objectives import Budget, Objective
@@ -47,6 +47,12 @@ class Outcome:
 
 class Evaluator:
     """Scores arch strings for one study; loads the data set once per process."""
+
+    FIDELITIES = ("epochs", "images")  # what evaluate(budget=...) can vary (nas.schedule)
+
+    @classmethod
+    def fidelities(cls, cfg: StudyConfig) -> tuple[str, ...]:
+        return () if cfg.tabular else cls.FIDELITIES
 
     def __init__(self, cfg: StudyConfig):
         self.cfg = cfg
@@ -91,7 +97,10 @@ class Evaluator:
 
     # -- the recipe -------------------------------------------------------------------------
     def evaluate(self, arch: str, *,
-                 on_constraints: Callable[[dict[str, float]], None] | None = None) -> Outcome:
+                 on_constraints: Callable[[dict[str, float]], None] | None = None,
+                 budget: float | None = None) -> Outcome:
+        """``budget`` (successive halving) overrides the proxy training's
+        ``cfg.schedule.resource``: epochs, or training images."""
         self.space.validate(arch)
         out = Outcome(arch, {})
         t0 = time.perf_counter()
@@ -107,7 +116,7 @@ class Evaluator:
             return out
         t1 = time.perf_counter()
         if self.table is None:
-            out.state_dict = self._train_and_score(arch, out.metrics, out.info)
+            out.state_dict = self._train_and_score(arch, out.metrics, out.info, budget)
         out.info["seconds_train_eval"] = round(time.perf_counter() - t1, 3)
         late = self._violations([b for b in self.budgets if not b.early], out.metrics)
         if on_constraints and late:
@@ -140,13 +149,13 @@ class Evaluator:
         return float(value)
 
     def _train_and_score(self, arch: str, metrics: dict[str, float],
-                         info: dict[str, Any]) -> dict[str, Any]:
+                         info: dict[str, Any], budget: float | None = None) -> dict[str, Any]:
         from hwnas.train.loop import evaluate, fit
 
-        data = self.data
+        data, fit_cfg = schedule.budgeted(self.cfg, self.data, budget)
         model = self.space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
                                  img_size=data.img_size)
-        result = fit(model, data, glue.fit_config(self.cfg))
+        result = fit(model, data, fit_cfg)
         metrics.update(train_loss=result.train_loss, train_seconds=result.seconds,
                        train_images_per_s=result.images_per_s)
         x, y = self._eval_split()
