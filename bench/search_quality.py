@@ -114,29 +114,39 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--samplers", default=None, help="default: per objective count")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--budgets", default="100,300")
-    ap.add_argument("--raw", type=Path, default=RAW)
+    ap.add_argument("--raw", type=Path, nargs="+", default=[RAW],
+                    help="raw JSON: written to the first; the report merges all")
     ap.add_argument("--report", action="store_true", help="only write the report from --raw")
     args = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     budgets = [int(b) for b in args.budgets.split(",")]
-    raw = json.loads(args.raw.read_text()) if args.raw.exists() else {}
     if not args.report:
         for noise in [float(x) for x in args.noise.split(",")]:
             for name in args.tables.split(","):
                 samplers = (args.samplers or SAMPLERS[len(TABLES[name][1])]).split(",")
                 res = measure(name, noise, samplers, args.seeds, budgets)
-                raw = _merge(args.raw, f"{name}|{noise:g}", args.seeds, res)
-    write(raw, budgets)
+                _merge(args.raw[0], f"{name}|{noise:g}", args.seeds, res)
+    raw: dict = {}
+    for path in args.raw:
+        for key, entry in (json.loads(path.read_text()) if path.exists() else {}).items():
+            got = raw.setdefault(key, {"seeds": entry["seeds"], "samplers": {}})
+            got["seeds"] = min(got["seeds"], entry["seeds"])
+            got["samplers"].update(entry["samplers"])
+    write(dict(sorted(raw.items(), key=_order)), budgets)
 
 
-def _merge(path: Path, key: str, seeds: int, res: dict) -> dict:
+def _order(item: tuple[str, dict]) -> tuple[int, float]:
+    table, noise = item[0].split("|")
+    return list(TABLES).index(table), float(noise)
+
+
+def _merge(path: Path, key: str, seeds: int, res: dict) -> None:
     """Add one condition's samplers to the raw file (other samplers and conditions kept)."""
     raw = json.loads(path.read_text()) if path.exists() else {}
     entry = raw.setdefault(key, {"seeds": seeds, "samplers": {}})
     entry["seeds"] = min(entry["seeds"], seeds) if entry["samplers"] else seeds
     entry["samplers"].update(res)
     path.write_text(json.dumps(raw, indent=1))
-    return raw
 
 
 def _cell(v: list[float]) -> str:
@@ -162,7 +172,7 @@ def write(raw: dict, budgets: list[int]) -> None:
     for key, entry in raw.items():
         table, noise = key.split("|")
         res = entry["samplers"]
-        for name, r in res.items():
+        for name, r in sorted(res.items(), key=lambda kv: kv[0] != "default"):
             cells = []
             for b in budgets:
                 med = float(np.median(r["hv"][str(b)]))

@@ -127,10 +127,10 @@ def test_tabular_study_cannot_vary_a_budget(tmp_path: Path,
 
 # -- storage-level behaviour -------------------------------------------------------------------
 def _worker(url: str, index: int, n_trials: int, sleep: float) -> None:
-    """One worker of a scheduled study: NB201 table metrics, accuracy worse at low budgets.
-    Imports no torch: on a loaded machine a worker must start in seconds."""
+    """One worker of a scheduled study: NB201 table metrics, accuracy worse at low budgets."""
     import pandas as pd
 
+    from nas import store
     from nas.hybrid import HybridSampler
     from nas.schedule import ScheduleCfg, SuccessiveHalving
 
@@ -138,9 +138,7 @@ def _worker(url: str, index: int, n_trials: int, sleep: float) -> None:
     table = pd.read_parquet(REPO / "bench" / "data" / "nb201_fmnist.parquet").set_index("arch")
     ops = ["none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3"]
     sh = SuccessiveHalving(ScheduleCfg(**SCHED), ["maximize", "minimize"])
-    storage = optuna.storages.RDBStorage(
-        url, engine_kwargs={"connect_args": {"timeout": 120}}, heartbeat_interval=1,
-        grace_period=3, heartbeat_stale_trial_callback=optuna.storages.RetryFailedTrialCallback(1))
+    storage = store.open_storage(url, heartbeat_s=1)
     study = optuna.create_study(study_name="sh", storage=storage, load_if_exists=True,
                                 directions=["maximize", "minimize"],
                                 sampler=HybridSampler(seed=index))
@@ -216,6 +214,7 @@ def test_duplicate_promotion_runs_once(tmp_path: Path) -> None:
     assert study.trials[1].user_attrs["duplicate_of"] == 0
 
 
+@pytest.mark.slow
 def test_two_workers_share_rungs(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sh.db'}"
     procs = [_spawn(url, i, 45) for i in range(2)]
@@ -227,6 +226,7 @@ def test_two_workers_share_rungs(tmp_path: Path) -> None:
     assert sum(t.state == TrialState.COMPLETE for t in study.trials) >= 45
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_loses_no_rung_result(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sh.db'}"
     proc = _spawn(url, 0, 60, sleep=0.15)
@@ -255,3 +255,29 @@ def test_resume_after_kill_9_loses_no_rung_result(tmp_path: Path) -> None:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["worker"]:
     _worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+
+
+@pytest.mark.slow
+def test_live_study_trains_each_rung_at_its_budget(tmp_path: Path) -> None:
+    from study_files import live_raw
+
+    from nas import summary
+    from nas.config import validate_study
+    from nas.run import run_search
+    from nas.store import load_dir
+
+    raw = live_raw("sh_live", n_trials=5, train={"epochs": 1, "batch_size": 64, "lr": 0.05},
+                   schedule={"type": "sh", "eta": 3, "min_budget": 100, "max_budget": 900,
+                             "resource": "images"})
+    study_dir = run_search(validate_study(raw), out_root=tmp_path, progress=False)
+    cfg, study, _ = load_dir(study_dir)
+    done = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert {t.user_attrs["budget"] for t in done} >= {100.0, 300.0}
+    for t in done:  # images seen in training follow the rung's budget
+        assert t.user_attrs["budget"] == [100.0, 300.0, 900.0][t.user_attrs["rung"]]
+    promoted = [t for t in done if t.user_attrs["rung"] == 1]
+    parent = study.trials[promoted[0].user_attrs["parent"]]
+    assert parent.user_attrs["arch"] == promoted[0].user_attrs["arch"]
+    # the front and export see each arch at the highest rung it reached only
+    assert parent.number not in {t.number for t in summary.completed(study)}
+    assert promoted[0].number in {t.number for t in summary.completed(study)}
