@@ -128,8 +128,8 @@ def _small_fmnist():  # noqa: ANN202 - DataSplits at 14x14
 
 
 def train_sample(archs: list[str]) -> None:
-    from search_spaces.nb201 import NB201Space
     from hwnas.train.loop import FitConfig, evaluate, fit
+    from search_spaces.nb201 import NB201Space
 
     space, done, data = NB201Space(cells=1, channels=8), _done(RAW_ACC), _small_fmnist()
     cfg = FitConfig(epochs=2, batch_size=64, lr=0.05, augment=False, seed=0)

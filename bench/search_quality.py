@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import optuna
-from _results import publish  # bench/ is on sys.path when run as a script
+from _results import replace_section  # bench/ is on sys.path when run as a script
 
 from hwnas.common.provenance import provenance
 from nas.pareto import hypervolume, pareto_mask
@@ -190,7 +190,9 @@ def write(raw: dict, budgets: list[int]) -> None:
               + ", ".join(f"{k} {v}" for k, v in prov["versions"].items()
                           if k in ("python", "optuna", "torch", "numpy")),
               f"git {prov['git']}, {prov['time_utc']}."]
-    publish("\n".join(lines), OUT)
+    text = "\n".join(lines)
+    print(text)
+    replace_section(OUT, "search_quality", text)  # the live SH comparison has its own section
 
 
 if __name__ == "__main__":
