@@ -230,16 +230,16 @@ def test_two_workers_share_rungs(tmp_path: Path) -> None:
 def test_resume_after_kill_9_loses_no_rung_result(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sh.db'}"
     proc = _spawn(url, 0, 60, sleep=0.15)
-    deadline = time.time() + 300
-    while time.time() < deadline:
+    deadline, ready = time.time() + 900, False
+    while not ready and time.time() < deadline and proc.poll() is None:
         time.sleep(0.5)
         try:
             done = _load(url).get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        except Exception:  # noqa: BLE001 - the study may not exist yet
+        except Exception:  # noqa: BLE001 - not created yet, or the worker holds the lock
             continue
-        if len(done) >= 20 and any(t.user_attrs.get("rung", 0) > 0 for t in done):
-            break
+        ready = len(done) >= 20 and any(t.user_attrs.get("rung", 0) > 0 for t in done)
     os.kill(proc.pid, signal.SIGKILL)
+    assert ready, "the worker did not reach rung 1 before the kill"
     proc.wait()
     before = {t.number: (t.values, t.user_attrs["rung"], t.params)
               for t in _load(url).get_trials(states=(TrialState.COMPLETE,))}
