@@ -25,6 +25,7 @@ from pydantic import (
 from hwnas.common.errors import ConfigError
 from nas.config_checks import pydantic_problems, registry_problems
 from nas.objectives import METRICS, Budget, Objective, time_label
+from nas.schedule import ScheduleCfg, schedule_problems
 
 STUDIES_DIR = Path(__file__).resolve().parents[1] / "studies"
 AUTO_HWA_EPOCHS = 0.5  # `hw_eval.hwa: auto`: a short fine-tune, as AnalogNAS scores candidates
@@ -201,6 +202,7 @@ class StudyConfig(_Cfg):
     objectives: list[ObjectiveCfg] = Field(min_length=1)
     constraints: list[ConstraintCfg] = Field(default_factory=list)
     sampler: SamplerCfg = Field(default_factory=SamplerCfg)
+    schedule: ScheduleCfg = Field(default_factory=ScheduleCfg)
     train: TrainCfg = Field(default_factory=TrainCfg)
     hw_eval: HwEvalCfg = Field(default_factory=HwEvalCfg)
     latency: LatencyCfg = Field(default_factory=LatencyCfg)
@@ -255,6 +257,8 @@ def validate_study(raw: dict[str, Any]) -> StudyConfig:
     except ValidationError as err:
         problems += pydantic_problems(err, StudyConfig)
     problems += registry_problems(raw, cfg)
+    if cfg is not None:
+        problems += schedule_problems(cfg)
     if problems:
         raise ConfigError(problems)
     assert cfg is not None

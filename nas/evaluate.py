@@ -27,7 +27,7 @@ from analog.precision import sampling_se
 from hwnas.common.errors import ConfigError, HwnasError
 from hwnas.common.seeds import TrialSeeds
 from hwnas.common.threads import torch_threads
-from nas import glue
+from nas import glue, schedule
 from nas.config import StudyConfig
 from nas.config_checks import resolve_path
 from nas.objectives import Budget, Objective
@@ -53,6 +53,12 @@ class Outcome:
 
 class Evaluator:
     """Scores arch strings for one study; loads the data set once per process."""
+
+    FIDELITIES = ("epochs", "images")  # what evaluate(budget=...) can vary (nas.schedule)
+
+    @classmethod
+    def fidelities(cls, cfg: StudyConfig) -> tuple[str, ...]:
+        return () if cfg.tabular else cls.FIDELITIES
 
     def __init__(self, cfg: StudyConfig):
         self.cfg = cfg
@@ -108,7 +114,10 @@ class Evaluator:
 
     # -- the recipe -------------------------------------------------------------------------
     def evaluate(self, arch: str, *,
-                 on_constraints: Callable[[dict[str, float]], None] | None = None) -> Outcome:
+                 on_constraints: Callable[[dict[str, float]], None] | None = None,
+                 budget: float | None = None) -> Outcome:
+        """``budget`` (successive halving) overrides the proxy training's
+        ``cfg.schedule.resource``: epochs, or training images."""
         self.space.validate(arch)
         out = Outcome(arch, {})
         t0 = time.perf_counter()
@@ -124,7 +133,7 @@ class Evaluator:
             return out
         t1 = time.perf_counter()
         if self.table is None:
-            out.state_dict = self._train_and_score(arch, out.metrics, out.info)
+            out.state_dict = self._train_and_score(arch, out.metrics, out.info, budget)
         out.info["seconds_train_eval"] = round(time.perf_counter() - t1, 3)
         late = self._violations([b for b in self.budgets if not b.early], out.metrics)
         if on_constraints and late:
@@ -157,14 +166,14 @@ class Evaluator:
         return float(value)
 
     def _train_and_score(self, arch: str, metrics: dict[str, float],
-                         info: dict[str, Any]) -> dict[str, Any]:
+                         info: dict[str, Any], budget: float | None = None) -> dict[str, Any]:
         from hwnas.train.loop import evaluate, fit
 
-        data, seeds = self.data, TrialSeeds(self.cfg.seed)
-        info["seeds"] = seeds.as_dict()
+        data, fit_cfg = schedule.budgeted(self.cfg, self.data, budget)
+        info["seeds"] = TrialSeeds(self.cfg.seed).as_dict()
         with torch_threads(self.cfg.train.threads):
             model = self.build(arch)
-            result = fit(model, data, glue.fit_config(self.cfg))
+            result = fit(model, data, fit_cfg)
             metrics.update(train_loss=result.train_loss, train_seconds=result.seconds,
                            train_images_per_s=result.images_per_s)
             x, y = self._eval_split()

@@ -28,6 +28,7 @@ from ray.tune.search.optuna import OptunaSearch
 
 from nas import store
 from nas.config import StudyConfig
+from nas.schedule_ray import KEYS as SCHEDULE_KEYS
 
 _C, _O = "constraint__", "objective__"
 
@@ -120,9 +121,10 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
     if _copied(study, trial.trial_id):
         return
     result = dict(trial.last_result or {})
-    params = {k: v for k, v in trial.config.items() if k != "arch"}
+    params = {k: v for k, v in trial.config.items() if k not in ("arch", *SCHEDULE_KEYS)}
     arch, dists = distributions(cfg.space, params)
-    attrs: dict[str, Any] = {"arch": arch, "ray_trial_id": trial.trial_id, "worker": "ray"}
+    attrs: dict[str, Any] = {"arch": arch, "ray_trial_id": trial.trial_id, "worker": "ray",
+                             **{k: trial.config[k] for k in SCHEDULE_KEYS if k in trial.config}}
     reason = result.get("fail_reason") or (str(trial.error_file) if errored else None)
     keys = [o.key for o in cfg.objectives_resolved()]
     values = [result.get(f"{_O}{k}") for k in keys]

@@ -59,6 +59,27 @@ def _sqlite_wal(storage: optuna.storages.RDBStorage) -> None:
     with storage.engine.connect() as conn:
         conn.execute(text("PRAGMA journal_mode=WAL"))
     storage.engine.dispose()  # pooled connections reopen with the pragma
+    _sqlite_immediate(storage.engine)
+
+
+def _sqlite_immediate(engine) -> None:  # noqa: ANN001 - a sqlalchemy Engine
+    """Every transaction takes SQLite's write lock when it begins (``BEGIN IMMEDIATE``).
+
+    Python's sqlite3 runs a SELECT outside any transaction, so Optuna's check-then-set updates
+    (``set_trial_state_values``: a queued trial goes WAITING -> RUNNING only if still WAITING)
+    are not atomic on SQLite: two workers can pop the same queued trial (seen with successive
+    halving's queued promotions). SQLAlchemy's documented pysqlite recipe makes them atomic."""
+    from sqlalchemy import event
+
+    def on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001
+        dbapi_conn.isolation_level = None  # the driver stops issuing its own BEGIN
+
+    def on_begin(conn) -> None:  # noqa: ANN001
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    event.listen(engine, "connect", on_connect)
+    event.listen(engine, "begin", on_begin)
+    engine.dispose()
 
 
 class _quiet:

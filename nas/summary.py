@@ -17,6 +17,7 @@ from nas.pareto import (
     unresolved,
 )
 from nas.pareto import reference_point as _reference_point
+from nas.schedule import highest_rung
 from nas.store import feasible
 
 
@@ -39,8 +40,9 @@ class Front:
 
 
 def completed(study: optuna.Study) -> list[FrozenTrial]:
-    return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-            if t.values is not None]
+    """Complete trials; with successive halving, each arch at the highest rung it reached."""
+    return highest_rung([t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                         if t.values is not None])
 
 
 def reference(cfg: StudyConfig, values: np.ndarray) -> list[float]:

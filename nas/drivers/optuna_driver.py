@@ -23,7 +23,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from nas import store
+from nas import schedule, store
 from nas.config import StudyConfig, validate_study
 from nas.evaluate import Evaluator, Outcome
 from nas.progress import StudyProgress
@@ -83,8 +83,13 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
     evaluator = Evaluator(cfg)
     evaluator.prepare()  # a missing data set is one clear error, not n failed trials
     stop = _StopRule(cfg.n_trials, cfg.max_failed or cfg.n_trials, on_trial)
-    study.optimize(make_objective(evaluator, study_dir, index), timeout=cfg.timeout,
-                   catch=(Exception,), callbacks=[stop], gc_after_trial=False)
+    objective, callbacks = make_objective(evaluator, study_dir, index), [stop]
+    sh = schedule.make(cfg)
+    if sh is not None:  # rung per trial; promotions queued in the storage after every trial
+        objective, callbacks = sh.wrap(objective), [sh, stop]
+        sh.promote(study)  # a resumed study queues what was due when it stopped
+    study.optimize(objective, timeout=cfg.timeout, catch=(Exception,), callbacks=callbacks,
+                   gc_after_trial=False)
 
 
 def _n_complete(study: optuna.Study) -> int:
@@ -110,12 +115,13 @@ class _StopRule:
 def make_objective(evaluator: Evaluator, study_dir: Path, worker: int = 0):  # noqa: ANN201
     """The Optuna objective: sample an arch, evaluate it, store every metric on the trial."""
 
-    def objective(trial: optuna.Trial) -> tuple[float, ...]:
+    def objective(trial: optuna.Trial, budget: float | None = None) -> tuple[float, ...]:
         arch = evaluator.space.sample(trial)
         trial.set_user_attr("arch", arch)
         trial.set_user_attr("worker", worker)
         try:
-            out = evaluator.evaluate(arch, on_constraints=lambda c: _constrain(trial, c))
+            out = evaluator.evaluate(arch, on_constraints=lambda c: _constrain(trial, c),
+                                     budget=budget)
         except Exception as err:
             trial.set_user_attr("fail_reason", f"{type(err).__name__}: {err}"[:4000])
             raise

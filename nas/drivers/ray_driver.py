@@ -22,7 +22,7 @@ import optuna
 import torch
 from optuna.trial import TrialState
 
-from nas import store
+from nas import schedule, store
 from nas.config import StudyConfig, validate_study
 from nas.progress import StudyProgress
 from nas.ray_utils import CopyToStudy, DefineByRun, HwnasOptunaSearch, warm_storage
@@ -44,12 +44,15 @@ def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) 
         cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"device": "cuda"})})
     torch.set_num_threads(max(1, int(cfg.ray.cpus_per_trial)))
     evaluator = _EVALUATORS.setdefault(cfg.name, Evaluator(cfg))  # data loaded once per actor
+    budget = schedule.budget_of(schedule.make(cfg), config)
     try:
-        out = evaluator.evaluate(config["arch"])
+        out = evaluator.evaluate(config["arch"], budget=budget)
     except Exception as err:  # noqa: BLE001 - a failed candidate is a result, not a crash
         tune.report({"fail_reason": f"{type(err).__name__}: {err}"[:4000], "arch": config["arch"]})
         return
     result = {**out.metrics, "arch": out.arch, "feasible": out.feasible, "info": out.info,
+              **{k: config[k] for k in ("rung", "bracket", "parent") if k in config},
+              **({"budget": budget} if budget is not None else {}),
               **{f"constraint__{k}": v for k, v in out.constraints.items()},
               **{f"objective__{k}": v for k, v in zip(
                   [o.key for o in evaluator.objectives], out.values, strict=True)}}
@@ -131,6 +134,11 @@ def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int) -> Any
         mode=["max" if o.direction == "maximize" else "min" for o in objs],
         sampler=make_sampler(cfg.sampler.name, seed=cfg.seed, options=cfg.sampler.options),
         study_name=cfg.name, storage=warm_storage(cfg, study))
+    sh = schedule.make(cfg)
+    if sh is not None:  # promotions first, then the searcher's new candidates
+        from nas.schedule_ray import PromotingSearcher
+
+        searcher = PromotingSearcher(searcher, sh, [f"objective__{o.key}" for o in objs])
     return tune.TuneConfig(search_alg=searcher, num_samples=num_samples,
                            max_concurrent_trials=cfg.ray.max_concurrent, reuse_actors=True)
 

@@ -1,0 +1,253 @@
+"""Multi-objective successive halving and Hyperband, decided from the study's storage.
+
+Study option (``schedule:`` in a study file)::
+
+    schedule: {type: sh, eta: 3, min_budget: 0.25, max_budget: 2, resource: epochs}
+
+**Rungs.** The budgets are ``max_budget / eta**k`` down to the first one not below
+``min_budget`` (the top rung is exactly ``max_budget``). ``resource`` names what the budget is:
+``epochs`` or ``images`` (proxy training; ``Evaluator.fidelities`` declares which budgets an
+evaluator can vary: a tabular study can vary none, a supernet evaluator would declare ``steps``).
+
+**Asynchronous successive halving** (ASHA, Li et al., MLSys 2020): a new candidate starts at rung
+0 (with ``type: hyperband``, candidate ``n`` starts at rung ``n mod n_rungs``: one bracket per
+starting rung, taken in turn). After every finished trial, each rung's finished, feasible
+candidates (per bracket) are ranked by ``nas.promotion`` (non-dominated rank, then crowding
+distance, then trial number) and its top ``floor(n / eta)`` are promoted, each as a queued trial
+(``study.enqueue_trial``) with the same parameters and the user attributes ``rung``, ``bracket``,
+``parent`` and ``promotion`` = ``"<arch>@<rung>"``.
+
+**Many workers, one storage.** Every rung result is a COMPLETE trial of its own, so the storage
+keeps all of them, with their ``rung`` and ``budget``. Promotions are decided from the storage
+only, never from a worker's memory. Claims: Optuna hands a queued trial to exactly one worker
+(an atomic WAITING -> RUNNING update of the storage). Two workers can still queue the same
+promotion at the same moment; a promotion trial therefore runs only when it is the lowest-numbered
+WAITING, RUNNING or COMPLETE trial of its ``promotion`` key, and any other is ended PRUNED
+(``duplicate_of``) before it evaluates anything. A killed worker's promotion turns stale, is failed
+and retried by the heartbeat (``nas.store``) with its attributes, or is queued again by the next
+promotion pass; a FAIL or PRUNED trial never holds a key. Hence no promotion is lost or run twice.
+
+**The front** (``nas.summary``) keeps, per arch, only its trials at the highest rung it reached.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+from pydantic import BaseModel, ConfigDict
+
+from hwnas.common.errors import ConfigError, Problem
+from nas.promotion import promote
+
+LIVE = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
+
+
+class ScheduleCfg(BaseModel):
+    """How trials share the evaluation budget (``type: none`` = every trial at full budget)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["none", "sh", "hyperband"] = "none"
+    eta: float = 3.0
+    min_budget: float | None = None
+    max_budget: float | None = None
+    resource: Literal["epochs", "images", "steps"] = "epochs"
+
+
+def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.config.StudyConfig
+    """Every broken schedule rule of a validated study config (empty when none)."""
+    s: ScheduleCfg = cfg.schedule
+    if s.type == "none":
+        return []
+    out = []
+    if not s.eta > 1:
+        out.append(Problem("schedule.eta", "must be > 1 (a rung keeps 1/eta of the one below)",
+                           s.eta, "use e.g. eta: 3"))
+    lo, hi = s.min_budget, s.max_budget
+    if lo is None or hi is None or not lo > 0:
+        out.append(Problem("schedule.min_budget/max_budget", "both must be given and > 0",
+                           (lo, hi), f"give the smallest and the full {s.resource} budget"))
+    elif lo > hi:
+        out.append(Problem("schedule.min_budget", "must be <= schedule.max_budget", (lo, hi),
+                           "swap them, or lower min_budget"))
+    can = evaluator_fidelities(cfg)
+    if s.resource not in can:
+        out.append(Problem("schedule.resource", "must be a budget the study's evaluator can vary "
+                           f"(this one can vary {list(can) or 'none: its metrics are fixed'})",
+                           s.resource, "use one of those, or drop `schedule` (tabular studies "
+                           "look metrics up and cannot train at a smaller budget)"))
+    return out
+
+
+def evaluator_fidelities(cfg: Any) -> tuple[str, ...]:
+    from nas.evaluate import Evaluator
+
+    return Evaluator.fidelities(cfg)
+
+
+def rung_budgets(s: ScheduleCfg) -> list[float]:
+    """Budgets from the lowest rung to the top one (``max_budget``)."""
+    assert s.min_budget is not None and s.max_budget is not None
+    n = int(math.floor(math.log(s.max_budget / s.min_budget) / math.log(s.eta) + 1e-9))
+    budgets = [s.max_budget / s.eta ** (n - k) for k in range(n + 1)]
+    return [float(round(b)) for b in budgets] if s.resource != "epochs" else budgets
+
+
+@dataclass(frozen=True)
+class Record:
+    """One evaluation as the promotion rule sees it (a trial of the storage, or a Ray trial)."""
+
+    number: int
+    arch: str
+    params: dict[str, Any]
+    rung: int
+    bracket: int
+    done: bool
+    feasible: bool = True
+    values: tuple[float, ...] = ()
+    promotion: str | None = None
+
+
+def promotion_key(arch: str, rung: int) -> str:
+    return f"{arch}@{rung}"
+
+
+def pending(records: Sequence[Record], directions: Sequence[str], eta: float,
+            top: int) -> list[tuple[Record, int]]:
+    """Promotions due now: (finished record, rung it goes to), highest rung first.
+
+    Per (bracket, rung) below ``top``: the first finished feasible record of each arch, ranked
+    by ``nas.promotion``; its best ``floor(n / eta)`` go up unless their key is already held.
+    """
+    held = {r.promotion for r in records if r.promotion}
+    groups: dict[tuple[int, int], dict[str, Record]] = {}
+    for r in sorted(records, key=lambda r: r.number):
+        if r.done and r.feasible and r.rung < top:
+            groups.setdefault((r.bracket, r.rung), {}).setdefault(r.arch, r)
+    out = []
+    for (_, rung), by_arch in sorted(groups.items(), key=lambda kv: -kv[0][1]):
+        cands = list(by_arch.values())
+        k = int(math.floor(len(cands) / eta + 1e-9))
+        best = promote(np.array([c.values for c in cands]), directions, k)
+        out += [(cands[i], rung + 1) for i in best
+                if promotion_key(cands[i].arch, rung + 1) not in held]
+    return out
+
+
+class SuccessiveHalving:
+    """The schedule of one study for the Optuna driver: placement, claims and promotions."""
+
+    def __init__(self, s: ScheduleCfg, directions: Sequence[str]):
+        self.cfg, self.directions = s, list(directions)
+        self.budgets = rung_budgets(s)
+        self.top = len(self.budgets) - 1
+        self.brackets = len(self.budgets) if s.type == "hyperband" else 1
+
+    # -- one trial --------------------------------------------------------------------------
+    def place(self, trial: optuna.Trial) -> tuple[int, float]:
+        """(rung, budget) of a trial: a promotion's rung, or a new candidate's bracket start."""
+        attrs = trial.user_attrs
+        if "rung" not in attrs:
+            bracket = trial.number % self.brackets
+            trial.set_user_attr("rung", bracket)
+            trial.set_user_attr("bracket", bracket)
+        rung = int(trial.user_attrs["rung"])
+        trial.set_user_attr("budget", self.budgets[rung])
+        return rung, self.budgets[rung]
+
+    def claim(self, trial: optuna.Trial) -> bool:
+        """True unless ``trial`` repeats a promotion held by a lower-numbered live trial."""
+        key = trial.user_attrs.get("promotion")
+        if key is None:
+            return True
+        holders = [t.number for t in trial.study.get_trials(deepcopy=False, states=LIVE)
+                   if t.user_attrs.get("promotion") == key]
+        first = min(holders, default=trial.number)
+        if first != trial.number:
+            trial.set_user_attr("duplicate_of", first)
+        return first == trial.number
+
+    def wrap(self, objective: Callable[..., Any]) -> Callable[[optuna.Trial], Any]:
+        """``objective(trial, budget=...)`` run at the trial's rung; duplicates end PRUNED."""
+
+        def scheduled(trial: optuna.Trial) -> Any:
+            if not self.claim(trial):
+                raise optuna.TrialPruned(f"promotion held by trial "
+                                         f"{trial.user_attrs['duplicate_of']}")
+            _, budget = self.place(trial)
+            return objective(trial, budget=budget)
+
+        return scheduled
+
+    # -- the study ----------------------------------------------------------------------------
+    def records(self, study: optuna.Study) -> list[Record]:
+        return [_record(t) for t in study.get_trials(deepcopy=False, states=LIVE)
+                if "rung" in t.user_attrs or t.state == TrialState.WAITING]
+
+    def promote(self, study: optuna.Study, trial: FrozenTrial | None = None) -> int:
+        """Queue every promotion due now (an Optuna callback); returns how many."""
+        due = pending(self.records(study), self.directions, self.cfg.eta, self.top)
+        for rec, rung in due:
+            study.enqueue_trial(rec.params, user_attrs={
+                "rung": rung, "bracket": rec.bracket, "parent": rec.number,
+                "promotion": promotion_key(rec.arch, rung)})
+        return len(due)
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.promote(study, trial)
+
+
+def _record(t: FrozenTrial) -> Record:
+    a = t.user_attrs
+    return Record(number=t.number, arch=str(a.get("arch", t.params)), params=dict(t.params),
+                  rung=int(a.get("rung", -1)), bracket=int(a.get("bracket", 0)),
+                  done=t.state == TrialState.COMPLETE and t.values is not None,
+                  feasible=all(v <= 0 for v in t.constraints.values()),
+                  values=tuple(t.values or ()), promotion=a.get("promotion"))
+
+
+def highest_rung(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
+    """Per arch, only its trials at the highest rung it reached (unscheduled trials all kept)."""
+    top: dict[str, int] = {}
+    for t in trials:
+        if "rung" in t.user_attrs:
+            arch = t.user_attrs.get("arch", "")
+            top[arch] = max(top.get(arch, -1), int(t.user_attrs["rung"]))
+    return [t for t in trials if "rung" not in t.user_attrs
+            or int(t.user_attrs["rung"]) == top[t.user_attrs.get("arch", "")]]
+
+
+def budgeted(cfg: Any, data: Any, budget: float | None) -> tuple[Any, Any]:
+    """(data, FitConfig) of a proxy training at a rung's ``budget``: epochs, or the first
+    training images; ``None`` is the study's full budget."""
+    import dataclasses
+
+    from nas import glue
+
+    if budget is None:
+        return data, glue.fit_config(cfg)
+    if cfg.schedule.resource == "images":
+        n = max(1, int(budget))
+        return dataclasses.replace(data, x_train=data.x_train[:n],
+                                   y_train=data.y_train[:n]), glue.fit_config(cfg)
+    return data, glue.fit_config(cfg, epochs=float(budget))
+
+
+def budget_of(sh: SuccessiveHalving | None, config: dict[str, Any]) -> float | None:
+    """The budget a Ray trial trains at (None: no schedule, the full budget)."""
+    return None if sh is None or "rung" not in config else sh.budgets[int(config["rung"])]
+
+
+def make(cfg: Any) -> SuccessiveHalving | None:
+    """The study's schedule, or None; a broken schedule is a ConfigError here too."""
+    if cfg.schedule.type == "none":
+        return None
+    problems = schedule_problems(cfg)
+    if problems:
+        raise ConfigError(problems)
+    return SuccessiveHalving(cfg.schedule, [o.direction for o in cfg.objectives_resolved()])
