@@ -76,10 +76,19 @@ def test_distilled_vit_head(digits) -> None:
     assert vit.head_dist.weight.grad.abs().sum() > 0 and vit.head.weight.grad.abs().sum() > 0
 
 
-def test_make_loss_loads_a_pickled_teacher(tmp_path, digits) -> None:
-    teacher = _mlp(0).eval()
-    torch.save(teacher, tmp_path / "teacher.pt")
-    loss_fn = make_loss(teacher_path=str(tmp_path / "teacher.pt"), alpha=0.0, temperature=1.0)
+def test_make_loss_builds_the_teacher_through_its_factory(tmp_path, digits) -> None:
+    from nas.export import save_checkpoint
+    from search_spaces import get_space
+
+    arch = "rn:s16-d1r1c16"
+    torch.manual_seed(3)
+    teacher = get_space("resnet").build(arch, in_chans=1, num_classes=10, img_size=8).eval()
+    save_checkpoint(tmp_path / "teacher.pt", space="resnet", arch=arch,
+                    state_dict=teacher.state_dict(),
+                    data={"name": "digits", "in_chans": 1, "num_classes": 10, "img_size": 8})
+    loss_fn = make_loss(teacher_factory="nas.export:load_model",
+                        teacher_kwargs={"path": str(tmp_path / "teacher.pt")}, alpha=0.0,
+                        temperature=1.0)
     x, y = digits.x_train[:8], digits.y_train[:8]
     with torch.no_grad():
         t = teacher(x)
@@ -95,8 +104,8 @@ def test_bad_distill_config_reports_every_problem() -> None:
 
 def test_hwa_distill_trains_the_student_for_analog_hardware(digits) -> None:
     from hwnas.compress.distill import hwa_distill
-    from search_spaces import get_space
     from hwnas.train.loop import FitConfig
+    from search_spaces import get_space
 
     def net(seed: int):
         torch.manual_seed(seed)

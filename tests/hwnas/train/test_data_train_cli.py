@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from nas.cli import main
 from hwnas.train.datasets import list_datasets
+from nas.cli import main
 
 ARCH = "rn:s16-d1r1c16-d1r1c32"
 
@@ -71,9 +71,9 @@ def test_train_save_round_trips_through_the_checkpoint_format(capsys, tmp_path):
     pytest.importorskip("nas.export")
     import torch
 
-    from nas.export import load_checkpoint
     from hwnas.train.data import load_data
     from hwnas.train.loop import evaluate
+    from nas.export import load_checkpoint
 
     path = tmp_path / "model.pt"
     assert main(["train", "resnet", ARCH, "--data", "digits", "--steps", "5",
