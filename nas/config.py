@@ -113,6 +113,9 @@ class RayCfg(_Cfg):
     gpus_per_trial: float = Field(0.0, ge=0)
     max_concurrent: int | None = Field(None, gt=0)
     max_failures: int = Field(1, ge=0, description="retries of a trial whose worker died")
+    storage: str | None = Field(None, description="Ray Tune's storage: a path on a file system "
+                                "every node shares, or a URI (file://, s3://, gs://); default: "
+                                "runs/<study>/ray on the driver")
 
 
 class TabularCfg(_Cfg):

@@ -207,3 +207,61 @@ def write_trials(study_dir: Path, study: optuna.Study) -> pd.DataFrame:
     frame.to_csv(study_dir / "trials.csv", index=False)
     frame.to_parquet(study_dir / "trials.parquet", index=False)
     return frame
+
+
+# -- dead trials -------------------------------------------------------------------------------
+PROCESS = "process"
+"""User attribute of a running trial: ``{"host", "pid", "start"}`` of the process evaluating it."""
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (``/proc/<pid>/stat`` field 22), which tells a reused
+    pid from the original process; None where there is no ``/proc``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+def process_attr() -> dict[str, Any]:
+    import os
+    import socket
+
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "start": _start_time(pid)}
+
+
+def _alive(proc: dict[str, Any]) -> bool:
+    import os
+
+    try:
+        os.kill(int(proc["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, ValueError, KeyError):
+        return True  # cannot tell: leave it to the heartbeat
+    start = _start_time(int(proc["pid"]))
+    return start is None or proc.get("start") in (None, start)
+
+
+def fail_dead_trials(study: optuna.Study, log: Any = print) -> list[int]:
+    """Mark FAIL every RUNNING trial whose process on this host is gone (a ``kill -9``), and
+    queue its parameters again; trials of other hosts are left to the heartbeat."""
+    import socket
+
+    host, dead = socket.gethostname(), []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        proc = t.user_attrs.get(PROCESS)
+        if not isinstance(proc, dict) or proc.get("host") != host or _alive(proc):
+            continue
+        try:
+            study.tell(t.number, state=TrialState.FAIL)
+        except (ValueError, RuntimeError):  # another worker got there first
+            continue
+        study.enqueue_trial(t.params, user_attrs={"retry_of": t.number}, skip_if_exists=True)
+        dead.append(t.number)
+    if dead:
+        log(f"trials {dead} were RUNNING in processes on {host} that are gone (killed): "
+            "marked FAIL and queued again")
+    return dead
