@@ -259,7 +259,7 @@ def fail_dead_trials(study: optuna.Study, log: Any = print) -> list[int]:
             study.tell(t.number, state=TrialState.FAIL)
         except (ValueError, RuntimeError):  # another worker got there first
             continue
-        study.enqueue_trial(t.params, user_attrs={"retry_of": t.number}, skip_if_exists=True)
+        study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
         dead.append(t.number)
     if dead:
         log(f"trials {dead} were RUNNING in processes on {host} that are gone (killed): "
