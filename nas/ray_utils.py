@@ -140,18 +140,16 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
         return
     attrs.update(_numbers(result), feasible=bool(result.get("feasible", True)),
                  info=result.get("info") or {})
-    system = {}
-    if trial.checkpoint is not None:
-        weights = Path(trial.checkpoint.path) / store.WEIGHTS
-        if weights.exists():
-            import torch
-
-            key, meta = store.weights_attr(study_dir, torch.load(weights, weights_only=True))
-            system[key] = meta
     constraints = {k[len(_C):]: float(v) for k, v in result.items() if k.startswith(_C)}
     study.add_trial(create_trial(params=params, distributions=dists, values=values,
-                                 user_attrs=attrs, system_attrs=system,
-                                 constraints=constraints or None))
+                                 user_attrs=attrs, constraints=constraints or None))
+    weights = Path(trial.checkpoint.path) / store.WEIGHTS if trial.checkpoint else None
+    if weights is not None and weights.exists():
+        import torch
+
+        added = next(t for t in reversed(study.get_trials(deepcopy=False))
+                     if t.user_attrs.get("ray_trial_id") == trial.trial_id)
+        store.upload_weights_to(study_dir, added, torch.load(weights, weights_only=True))
 
 
 class CopyToStudy(tune.Callback):

@@ -95,6 +95,29 @@ def test_make_loss_builds_the_teacher_through_its_factory(tmp_path, digits) -> N
     torch.testing.assert_close(loss_fn(t, y, x), torch.tensor(0.0), atol=1e-6, rtol=0)
 
 
+def _kl_to_teacher(student: nn.Module, teacher: nn.Module, x: torch.Tensor) -> float:
+    with torch.no_grad():
+        t = F.softmax(teacher.eval()(x), -1)
+        return F.kl_div(F.log_softmax(student.eval()(x), -1), t, reduction="batchmean").item()
+
+
+def test_distillation_moves_the_student_toward_the_teacher(digits) -> None:
+    # Same student start, same steps: learning from the teacher's soft outputs (alpha=0) must
+    # end closer to the teacher than learning the labels; a distiller that ignored the
+    # teacher would not.
+    from hwnas.train.loop import FitConfig, fit
+
+    teacher = _mlp(0)
+    fit(teacher, digits, FitConfig(epochs=3, lr=0.05, augment=False, seed=0))
+    cfg = FitConfig(steps=60, batch_size=64, lr=0.05, augment=False, seed=1)
+    plain, taught = _mlp(1), _mlp(1)
+    fit(plain, digits, cfg)
+    fit(taught, digits, cfg, loss_fn=Distiller(teacher, DistillConfig(alpha=0.0, temperature=4)))
+    x = digits.x_test
+    kl_plain, kl_taught = _kl_to_teacher(plain, teacher, x), _kl_to_teacher(taught, teacher, x)
+    assert kl_taught < 0.7 * kl_plain, (kl_taught, kl_plain)
+
+
 def test_bad_distill_config_reports_every_problem() -> None:
     with pytest.raises(ConfigError) as err:
         DistillConfig(mode="medium", alpha=2.0, temperature=0.0).validate()
