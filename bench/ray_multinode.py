@@ -35,7 +35,7 @@ PORT = 46379
 
 
 def node_args(i: int, temp: Path) -> list[str]:
-    b = 46300 + 40 * (i + 1)
+    b = 46400 + 40 * i  # clear of the GCS port
     return ["--num-cpus", "1", "--temp-dir", str(temp), "--disable-usage-stats",
             "--node-manager-port", str(b + 1), "--object-manager-port", str(b + 2),
             "--min-worker-port", str(b + 10), "--max-worker-port", str(b + 39),
@@ -53,8 +53,17 @@ def ray_start(i: int, temp: Path) -> None:
     ray = str(Path(sys.executable).with_name("ray"))
     head = ["--head", "--port", str(PORT), "--include-dashboard", "false"]
     where = head if i == 0 else ["--address", f"127.0.0.1:{PORT}"]
-    subprocess.run([ray, "start", *where, *node_args(i, temp)], env=env(), check=True,
-                   timeout=600, capture_output=True)
+    for attempt in range(3):  # a loaded host can miss Ray's agent start-up deadline
+        res = subprocess.run([ray, "start", *where, *node_args(i, temp)], env=env(),
+                             timeout=600, capture_output=True, text=True)
+        if res.returncode == 0:
+            return
+        print(f"ray start (node {i}, attempt {attempt + 1}) failed: "
+              f"{res.stderr.strip().splitlines()[-1:]}", flush=True)
+        if i == 0:
+            for pid in pids_with(str(temp)):
+                os.kill(pid, signal.SIGKILL)
+    raise RuntimeError(f"ray start of node {i} failed 3 times (logs in {temp})")
 
 
 def pids_with(text: str) -> list[int]:
