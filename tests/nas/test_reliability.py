@@ -53,7 +53,6 @@ def test_kill_9_then_rerun_resumes_without_losing_trials(tmp_path: Path) -> None
     before = {t.number: (t.values, t.user_attrs["arch"]) for t in _states(db, "killed")["COMPLETE"]}
     killed = [t.params for t in _states(db, "killed").get("RUNNING", [])]
     assert len(before) >= 2 and killed
-    t0 = time.time()
     rerun = subprocess.run(_cmd(path, tmp_path), cwd=REPO, check=True, timeout=900,
                            stdout=subprocess.PIPE, text=True)
     states = _states(db, "killed")
@@ -63,7 +62,7 @@ def test_kill_9_then_rerun_resumes_without_losing_trials(tmp_path: Path) -> None
     assert not states.get("RUNNING")
     dead = states["FAIL"]  # the killed trial: its process is gone, so the rerun failed it at once
     assert [t.params for t in dead] == killed and "gone" in rerun.stdout
-    assert (dead[0].datetime_complete.timestamp() - t0) < 60  # not after a heartbeat timeout
+    # queued by the dead-process check (the heartbeat's retry would mark system attrs instead)
     retried = [t for t in states["COMPLETE"] if t.user_attrs.get("retry_of") == dead[0].number]
     # the retry keeps what the killed trial had sampled (it may have died mid-sampling)
     assert retried and killed[0].items() <= retried[0].params.items()
