@@ -46,7 +46,8 @@ def _dequantized(qmodel: torch.nn.Module, x: torch.Tensor) -> dict[str, torch.Te
     return seen
 
 
-@pytest.mark.parametrize(("hw", "w_levels", "a_levels"), [("fq4", 16, 16), ("int8", 256, 256)])
+# fq4 only: int8's channels here hold fewer weights than levels, so the grid check cannot bite.
+@pytest.mark.parametrize(("hw", "w_levels", "a_levels"), [("fq4", 16, 16)])
 def test_weights_and_activations_take_only_the_hardware_levels(trained_cnn, digits, hw,
                                                                w_levels, a_levels):
     # A no-op quantizer leaves float weights (thousands of values per channel) and no
