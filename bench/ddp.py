@@ -26,6 +26,7 @@ from _results import replace_section  # bench/ is on sys.path when run as a scri
 
 from hwnas.common.provenance import device_name, git_revision, versions
 from hwnas.train.ddp import DDPJob, run_job
+from nas.export import save_checkpoint
 from search_spaces import get_space
 
 ARCH = "rn:s16-d1r1c16-d1r1c32-d1r1c64"
@@ -46,7 +47,9 @@ def parse() -> argparse.Namespace:
 
 def run(args: argparse.Namespace, root: Path, nproc: int, threads: int, seed: int) -> dict:
     out = root / f"p{nproc}t{threads}s{seed}"
-    job = DDPJob(model_path=str(root / "model.pt"), out_dir=str(out), data="fashion_mnist",
+    job = DDPJob(model_factory="nas.export:load_model",
+                 model_kwargs={"path": str(root / "model.pt")}, out_dir=str(out),
+                 data="fashion_mnist",
                  data_kwargs={"train_limit": args.train_limit, "seed": 0},
                  fit={"epochs": args.epochs, "batch_size": args.batch, "lr": args.lr,
                       "warmup_epochs": 0.2, "seed": seed, "device": args.device},
@@ -67,8 +70,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         torch.manual_seed(0)
-        torch.save(get_space("resnet").build(ARCH, in_chans=1, num_classes=10, img_size=28),
-                   root / "model.pt")
+        model = get_space("resnet").build(ARCH, in_chans=1, num_classes=10, img_size=28)
+        save_checkpoint(root / "model.pt", space="resnet", arch=ARCH,
+                        state_dict=model.state_dict(), data={"name": "fashion_mnist",
+                                                             "in_chans": 1, "num_classes": 10,
+                                                             "img_size": 28})
         results = {s: [run(args, root, *s, seed) for seed in args.seeds] for s in settings}
     write(args, results)
 

@@ -9,6 +9,7 @@ The resolved config (defaults filled in) is saved next to the results and in the
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,12 +24,14 @@ from pydantic import (
 )
 
 from hwnas.common.errors import ConfigError
+from hwnas.train.fit_config import FitConfig
 from nas.config_checks import pydantic_problems, registry_problems
 from nas.objectives import METRICS, Budget, Objective, time_label
 from nas.schedule import ScheduleCfg, schedule_problems
 
 STUDIES_DIR = Path(__file__).resolve().parents[1] / "studies"
 AUTO_HWA_EPOCHS = 0.5  # `hw_eval.hwa: auto`: a short fine-tune, as AnalogNAS scores candidates
+_FIT = {f.name: f.default for f in fields(FitConfig)}  # TrainCfg's defaults: one source
 
 
 class _Cfg(BaseModel):
@@ -73,21 +76,23 @@ class SamplerCfg(_Cfg):
 
 
 class TrainCfg(_Cfg):
-    """Proxy training per trial: the fields of ``FitConfig`` (None = its default)."""
+    """Proxy training per trial: the fields of ``hwnas.train.FitConfig`` with its defaults (the
+    seed is the study's), so the study file and the library train alike."""
 
-    epochs: float = Field(1.0, gt=0)
-    steps: int | None = Field(None, gt=0)
-    batch_size: int = Field(128, gt=0)
-    lr: float | None = Field(None, gt=0)
-    optimizer: Literal["sgd", "adamw"] = "sgd"
-    weight_decay: float | None = Field(None, ge=0)
-    momentum: float | None = Field(None, ge=0, lt=1)
-    label_smoothing: float = Field(0.0, ge=0, lt=1)
-    warmup_epochs: float | None = Field(None, ge=0)
-    augment: bool = True
-    device: str = "cpu"
-    amp: bool = True
-    channels_last: bool = True
+    epochs: float = Field(_FIT["epochs"], gt=0)
+    steps: int | None = Field(_FIT["steps"], gt=0)
+    batch_size: int = Field(_FIT["batch_size"], gt=0)
+    lr: float | None = Field(_FIT["lr"], gt=0, description="None: 0.1 for sgd, 1e-3 for adamw")
+    optimizer: Literal["sgd", "adamw"] = _FIT["optimizer"]
+    weight_decay: float = Field(_FIT["weight_decay"], ge=0)
+    momentum: float = Field(_FIT["momentum"], ge=0, lt=1)
+    label_smoothing: float = Field(_FIT["label_smoothing"], ge=0, lt=1)
+    warmup_epochs: float = Field(_FIT["warmup_epochs"], ge=0)
+    augment: bool = _FIT["augment"]
+    device: str = _FIT["device"]
+    amp: bool = _FIT["amp"]
+    channels_last: bool = _FIT["channels_last"]
+    eval_batch_size: int = Field(_FIT["eval_batch_size"], gt=0)
     threads: int | None = Field(1, gt=0, description="torch CPU threads while training and "
                                 "scoring a candidate: fixed, so a result never depends on the "
                                 "worker count (float sums differ between thread counts)")
@@ -169,6 +174,9 @@ class RayCfg(_Cfg):
     gpus_per_trial: float = Field(0.0, ge=0)
     max_concurrent: int | None = Field(None, gt=0)
     max_failures: int = Field(1, ge=0, description="retries of a trial whose worker died")
+    storage: str | None = Field(None, description="Ray Tune's storage: a path on a file system "
+                                "every node shares, or a URI (file://, s3://, gs://); default: "
+                                "runs/<study>/ray on the driver")
 
 
 class TabularCfg(_Cfg):

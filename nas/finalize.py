@@ -234,7 +234,7 @@ def _load_data(cfg: Any, fc: FinalizeConfig):  # noqa: ANN202 - hwnas.train.data
 
 
 def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
-           work: Path) -> dict[str, Any]:
+           work: Path, meta: dict[str, Any]) -> dict[str, Any]:
     """Prune once; a rerun with the same options reuses the pruned student, so an interrupted
     training resumes from its checkpoint (other options start the model over)."""
     from hwnas.compress.prune import prune
@@ -255,8 +255,11 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
         calib = (data.x_train[:64], data.y_train[:64])
         summary = prune(model, data.input_shape, pcfg, calib=calib).summary()
         summary["config"] = asdict(pcfg)
-    work.mkdir(parents=True, exist_ok=True)
-    torch.save(model, work / "student.pt")
+    from nas.export import save_checkpoint
+
+    work.mkdir(parents=True, exist_ok=True)  # the student as a checkpoint: no pickled module
+    save_checkpoint(work / "student.pt", space=meta["space"], arch=meta["arch"],
+                    state_dict=model.state_dict(), data=meta["data"], module=model)
     (work / "prune.json").write_text(json.dumps(summary, indent=1))
     done.write_text(json.dumps(options))
     return summary
@@ -264,18 +267,23 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
 
 def _train(work: Path, teacher: nn.Module | None, cfg: Any, fc: FinalizeConfig
            ) -> dict[str, Any]:
+    """Train ``work/student.pt``; ranks read it and the teacher (``fc.teacher``, a checkpoint)
+    through ``nas.export:load_model`` (``weights_only=True``)."""
     from hwnas.train.ddp import DDPJob, Dist, FileStore, run_job, train
     from nas import glue
 
     fit = asdict(glue.fit_config(cfg, epochs=fc.epochs, **({"lr": fc.lr} if fc.lr else {})))
     loss: dict[str, Any] = {}
     if teacher is not None:
-        torch.save(teacher, work / "teacher.pt")
         loss = {"loss_factory": "hwnas.compress.distill:make_loss",
-                "loss_kwargs": {"teacher_path": str(work / "teacher.pt"), "mode": fc.distill_mode,
+                "loss_kwargs": {"teacher_factory": "nas.export:load_model",
+                                "teacher_kwargs": {"path": str(Path(fc.teacher).resolve())},
+                                "mode": fc.distill_mode,
                                 "alpha": fc.alpha, "temperature": fc.temperature}}
     d = cfg.data
-    job = DDPJob(model_path=str(work / "student.pt"), out_dir=str(work / "train"), data=d.name,
+    job = DDPJob(model_factory="nas.export:load_model",
+                 model_kwargs={"path": str((work / "student.pt").resolve())},
+                 out_dir=str(work / "train"), data=d.name,
                  data_kwargs={"root": d.root, "val_fraction": d.val_fraction, "seed": d.seed,
                               "train_limit": fc.train_limit, "test_limit": d.test_limit},
                  fit=fit, checkpoint_every=200, log_every=50, **loss)
@@ -377,8 +385,8 @@ def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc:
     log(f"[{name}] measuring the exported model")
     before = measure(model, data, cfg)
     student = copy.deepcopy(model)
-    pruned = _prune(student, data, cfg, fc, work)
-    student = torch.load(work / "student.pt", weights_only=False)
+    pruned = _prune(student, data, cfg, fc, work, meta)
+    student = load_checkpoint(work / "student.pt")[0]
     log(f"[{name}] pruned: {pruned.get('after') or 'not pruned'}; training {fc.epochs} epochs")
     trained = _train(work, teacher, cfg, fc)
     student.load_state_dict(torch.load(work / "train" / "final.pt", weights_only=True))

@@ -71,8 +71,7 @@ class HybridSampler(BaseSampler):
     def _move(self, study: Study, trial: FrozenTrial) -> str:
         if _MODE in trial.system_attrs:
             return trial.system_attrs[_MODE]
-        done = [t for t in study._get_trials(deepcopy=False, use_cache=True)
-                if t.state == TrialState.COMPLETE]
+        done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if len(done) < self._n_startup:
             move = "random"
         else:
@@ -116,7 +115,7 @@ class HybridSampler(BaseSampler):
         parent = self._parents.get(trial.number, {})
         if move == "mutate" and param_name in parent:
             value = parent[param_name]
-            if param_distribution._contains(param_distribution.to_internal_repr(value)):
+            if _contains(param_distribution, value):
                 return value
         if move == "tpe":
             return self._tpe.sample_independent(study, trial, param_name, param_distribution)
@@ -138,14 +137,14 @@ def _key(params: dict[str, Any], names: Sequence[str]) -> tuple:
 
 def _seen(study: Study, space: dict[str, BaseDistribution], exclude: int) -> set[tuple]:
     names = sorted(space)
-    trials = study._get_trials(deepcopy=False, use_cache=False)
+    trials = study.get_trials(deepcopy=False)
     return {_key(t.params, names) for t in trials
             if t.number != exclude and all(n in t.params for n in names)}
 
 
 def _pick_parent(study: Study, rng: np.random.Generator) -> FrozenTrial | None:
-    done = [t for t in study._get_trials(deepcopy=False, use_cache=True)
-            if t.state == TrialState.COMPLETE and t.values is not None]
+    done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if t.values is not None]
     if not done:
         return None
     feasible = [t for t in done if all(v <= 0 for v in t.constraints.values())]
@@ -156,6 +155,17 @@ def _pick_parent(study: Study, rng: np.random.Generator) -> FrozenTrial | None:
     mask = pareto_mask(np.array([t.values for t in pool]), dirs)
     front = [t for t, on in zip(pool, mask, strict=True) if on]
     return front[int(rng.integers(len(front)))]
+
+
+def _contains(dist: BaseDistribution, value: Any) -> bool:
+    """Whether ``value`` is a valid choice of ``dist`` (a parent's value in a changed space)."""
+    if isinstance(dist, CategoricalDistribution):
+        return value in dist.choices
+    if isinstance(dist, IntDistribution | FloatDistribution):
+        ok = isinstance(value, int | float) and dist.low <= value <= dist.high
+        return ok and (not dist.step or abs((value - dist.low) / dist.step
+                                            - round((value - dist.low) / dist.step)) < 1e-8)
+    return False
 
 
 def _random_value(dist: BaseDistribution, rng: np.random.Generator) -> Any:

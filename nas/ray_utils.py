@@ -6,12 +6,15 @@
 * ``warm_storage``: an in-memory Optuna storage holding the study's complete trials, so a new
   Ray run's sampler knows everything found before;
 * ``copy_trial`` / ``CopyToStudy``: a finished Ray trial, its metrics and weights, written into
-  the study's storage and artifact store (once: the Ray trial id is kept as a user attribute).
+  the study's storage and artifact store (once: the Ray trial id is kept as a user attribute),
+  with the Ray node and host that ran it;
+* ``connect``: joins a cluster, with Ray 2.60's token authentication set up or explained.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from optuna.trial import TrialState, create_trial
 from ray import tune
 from ray.tune.search.optuna import OptunaSearch
 
+from hwnas.common.errors import ConfigError
 from nas import store
 from nas.config import StudyConfig
 from nas.schedule_ray import KEYS as SCHEDULE_KEYS
@@ -113,6 +117,8 @@ def _numbers(result: dict) -> dict[str, float]:
 
 _RAY_KEYS = {"training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "pid",
              "time_since_restore", "iterations_since_restore", "done", "node_ip"}
+NODE_KEYS = ("ray_node_id", "hostname")
+"""Where a trial ran: reported by the trainable, kept as the Optuna trial's user attributes."""
 
 
 def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: Any,
@@ -124,7 +130,8 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
     params = {k: v for k, v in trial.config.items() if k not in ("arch", *SCHEDULE_KEYS)}
     arch, dists = distributions(cfg.space, params)
     attrs: dict[str, Any] = {"arch": arch, "ray_trial_id": trial.trial_id, "worker": "ray",
-                             **{k: trial.config[k] for k in SCHEDULE_KEYS if k in trial.config}}
+                             **{k: trial.config[k] for k in SCHEDULE_KEYS if k in trial.config},
+                             **{k: result[k] for k in NODE_KEYS if k in result}}
     reason = result.get("fail_reason") or (str(trial.error_file) if errored else None)
     keys = [o.key for o in cfg.objectives_resolved()]
     values = [result.get(f"{_O}{k}") for k in keys]
@@ -135,18 +142,16 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
         return
     attrs.update(_numbers(result), feasible=bool(result.get("feasible", True)),
                  info=result.get("info") or {})
-    system = {}
-    if trial.checkpoint is not None:
-        weights = Path(trial.checkpoint.path) / store.WEIGHTS
-        if weights.exists():
-            import torch
-
-            key, meta = store.weights_attr(study_dir, torch.load(weights, weights_only=True))
-            system[key] = meta
     constraints = {k[len(_C):]: float(v) for k, v in result.items() if k.startswith(_C)}
     study.add_trial(create_trial(params=params, distributions=dists, values=values,
-                                 user_attrs=attrs, system_attrs=system,
-                                 constraints=constraints or None))
+                                 user_attrs=attrs, constraints=constraints or None))
+    weights = Path(trial.checkpoint.path) / store.WEIGHTS if trial.checkpoint else None
+    if weights is not None and weights.exists():
+        import torch
+
+        added = next(t for t in reversed(study.get_trials(deepcopy=False))
+                     if t.user_attrs.get("ray_trial_id") == trial.trial_id)
+        store.upload_weights_to(study_dir, added, torch.load(weights, weights_only=True))
 
 
 class CopyToStudy(tune.Callback):
@@ -180,3 +185,35 @@ class CopyToStudy(tune.Callback):
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._copy(trial, errored=True)
+
+
+# -- joining a cluster -------------------------------------------------------------------------
+_AUTH_STEPS = ("on the head: `ray start --head` (Ray 2.60 turns token authentication on and "
+               "writes ~/.ray/auth_token); copy that file to every node and to this machine (or "
+               "export RAY_AUTH_TOKEN=<its content>), then run with RAY_AUTH_MODE=token; see "
+               "docs/multi_node.md")
+
+
+def _token_available() -> bool:
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return True
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token"
+    return Path(path).is_file()
+
+
+def connect(address: str | None, **kwargs: Any) -> None:
+    """``ray.init(address)``; for an existing cluster, token authentication is switched on when
+    a token is at hand (``RAY_AUTH_MODE`` unset), and a refused token is a clear error."""
+    import ray
+
+    if address and "RAY_AUTH_MODE" not in os.environ and _token_available():
+        os.environ["RAY_AUTH_MODE"] = "token"  # what `ray start` did on the head (2.60 default)
+    try:
+        ray.init(address=address, **kwargs)
+    except ray.exceptions.AuthenticationError as err:
+        raise ConfigError.one(
+            "ray.address", "the cluster requires its authentication token", address,
+            _AUTH_STEPS + f" (Ray said: {err.message})") from None
+    except ConnectionError as err:
+        raise ConfigError.one("ray.address", "must name a running Ray cluster (GCS host:port)",
+                              address, f"start one with `ray start --head` ({err})") from None

@@ -9,7 +9,6 @@ so that a PostgreSQL study can be reopened from any machine.
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 from pathlib import Path
@@ -165,34 +164,37 @@ def upload_weights(study_dir: Path, trial: optuna.Trial, state_dict: dict[str, A
                                study_or_trial=trial)
 
 
-def weights_attr(study_dir: Path, state_dict: dict[str, Any]) -> tuple[str, str]:
-    """Store weights now and return the system attribute that links them to a trial.
-
-    For trials created after the fact (Ray results copied into the storage), where
-    ``upload_artifact`` cannot be called on a running trial.
-    """
-    import uuid
-
-    from optuna.artifacts._upload import ARTIFACTS_ATTR_PREFIX
-
-    artifact_id = str(uuid.uuid4())
+def upload_weights_to(study_dir: Path, trial: FrozenTrial, state_dict: dict[str, Any]) -> str:
+    """Store weights for a trial created after the fact (a Ray result copied into the storage),
+    through Optuna's public ``upload_artifact`` with the study's storage."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / WEIGHTS
         torch.save(state_dict, path)
-        with open(path, "rb") as f:
-            artifact_store(study_dir).write(artifact_id, f)
-    meta = {"artifact_id": artifact_id, "filename": WEIGHTS,
-            "mimetype": "application/octet-stream", "encoding": None}
-    return ARTIFACTS_ATTR_PREFIX + artifact_id, json.dumps(meta)
+        return upload_artifact(artifact_store=artifact_store(study_dir), file_path=str(path),
+                               study_or_trial=trial, storage=storage_of(study_dir))
+
+
+_STORAGES: dict[str, optuna.storages.BaseStorage] = {}
+
+
+def storage_of(study_dir: Path) -> optuna.storages.BaseStorage:
+    """The storage of the study in ``study_dir`` (its config names the URL), opened once."""
+    import yaml
+
+    key = str(Path(study_dir).resolve())
+    if key not in _STORAGES:
+        cfg = validate_study(yaml.safe_load((Path(study_dir) / "config.yaml").read_text()))
+        _STORAGES[key] = open_storage(cfg.storage_url(Path(study_dir)))
+    return _STORAGES[key]
 
 
 def load_weights(study_dir: Path, study: optuna.Study, trial: FrozenTrial) -> dict | None:
     """Trained weights of ``trial`` (or of an earlier trial of the same arch), None if absent."""
     arch = trial.user_attrs.get("arch")
+    storage = storage_of(study_dir)
     for t in [trial, *[u for u in study.get_trials(deepcopy=False)
                        if u.user_attrs.get("arch") == arch and u.number != trial.number]]:
-        metas = [m for m in get_all_artifact_meta(t, storage=study._storage)
-                 if m.filename == WEIGHTS]
+        metas = [m for m in get_all_artifact_meta(t, storage=storage) if m.filename == WEIGHTS]
         if metas:
             with artifact_store(study_dir).open_reader(metas[-1].artifact_id) as f:
                 return torch.load(f, map_location="cpu", weights_only=True)
@@ -228,3 +230,61 @@ def write_trials(study_dir: Path, study: optuna.Study) -> pd.DataFrame:
     frame.to_csv(study_dir / "trials.csv", index=False)
     frame.to_parquet(study_dir / "trials.parquet", index=False)
     return frame
+
+
+# -- dead trials -------------------------------------------------------------------------------
+PROCESS = "process"
+"""User attribute of a running trial: ``{"host", "pid", "start"}`` of the process evaluating it."""
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (``/proc/<pid>/stat`` field 22), which tells a reused
+    pid from the original process; None where there is no ``/proc``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+def process_attr() -> dict[str, Any]:
+    import os
+    import socket
+
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "start": _start_time(pid)}
+
+
+def _alive(proc: dict[str, Any]) -> bool:
+    import os
+
+    try:
+        os.kill(int(proc["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, ValueError, KeyError):
+        return True  # cannot tell: leave it to the heartbeat
+    start = _start_time(int(proc["pid"]))
+    return start is None or proc.get("start") in (None, start)
+
+
+def fail_dead_trials(study: optuna.Study, log: Any = print) -> list[int]:
+    """Mark FAIL every RUNNING trial whose process on this host is gone (a ``kill -9``), and
+    queue its parameters again; trials of other hosts are left to the heartbeat."""
+    import socket
+
+    host, dead = socket.gethostname(), []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        proc = t.user_attrs.get(PROCESS)
+        if not isinstance(proc, dict) or proc.get("host") != host or _alive(proc):
+            continue
+        try:
+            study.tell(t.number, state=TrialState.FAIL)
+        except (ValueError, RuntimeError):  # another worker got there first
+            continue
+        study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
+        dead.append(t.number)
+    if dead:
+        log(f"trials {dead} were RUNNING in processes on {host} that are gone (killed): "
+            "marked FAIL and queued again")
+    return dead

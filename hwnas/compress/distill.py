@@ -103,10 +103,14 @@ def freeze(model: nn.Module) -> nn.Module:
     return model
 
 
-def make_loss(*, teacher_path: str, mode: str = "soft", alpha: float = 0.5,
-              temperature: float = 4.0, device: str = "cpu") -> Distiller:
-    """Factory for ``hwnas.train.ddp`` jobs: load the pickled teacher module each rank needs."""
-    teacher = torch.load(teacher_path, map_location=device, weights_only=False)
+def make_loss(*, teacher_factory: str, teacher_kwargs: dict | None = None, mode: str = "soft",
+              alpha: float = 0.5, temperature: float = 4.0, device: str = "cpu") -> Distiller:
+    """Factory for ``hwnas.train.ddp`` jobs: each rank builds its teacher through
+    ``teacher_factory`` (``"module:function"``, e.g. ``nas.export:load_model`` with
+    ``{"path": ...}``), so no rank unpickles a module."""
+    from hwnas.train.ddp import call_factory
+
+    teacher = call_factory("teacher_factory", teacher_factory, teacher_kwargs or {}, device)
     return Distiller(teacher.to(device), DistillConfig(mode=mode, alpha=alpha,
                                                         temperature=temperature))
 

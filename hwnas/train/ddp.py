@@ -12,10 +12,12 @@ processes. Rank 0 logs and writes checkpoints (model, optimizer, scheduler, grad
 loader's position and every rank's RNG state); rerunning the same job resumes from the last
 checkpoint and replays the same batch sequence.
 
-The job names its model as a pickled module file (a pruned model is no longer a registered arch)
-and its loss as a ``"module:function"`` factory (e.g. ``hwnas.compress.distill:make_loss``), so this
-file depends on neither the search spaces nor ``compress``. The building blocks (optimizer,
-schedule, precision, train step, evaluate) are ``hwnas.train.loop``'s.
+The job names its model and its loss as ``"module:function"`` factories (e.g.
+``nas.export:load_model`` reading a checkpoint with ``weights_only=True``, and
+``hwnas.compress.distill:make_loss``), so this file depends on neither the search spaces nor
+``compress``, and no rank unpickles a module from a file. The building blocks (optimizer,
+schedule, precision, memory format, train step, step hook, evaluate) are ``hwnas.train.loop``'s:
+one process here takes exactly the steps ``fit`` takes.
 """
 
 from __future__ import annotations
@@ -38,27 +40,21 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from hwnas.common.errors import ConfigError, HwnasError
+from hwnas.common.seeds import stream_seed
 from hwnas.train.data import load_data
 from hwnas.train.loader import Augment, DeviceLoader
-from hwnas.train.loop import (
-    FitConfig,
-    NonFiniteLoss,
-    Precision,
-    build_optimizer,
-    build_scheduler,
-    default_loss,
-    evaluate,
-    train_step,
-)
+from hwnas.train.loop import FitConfig, NonFiniteLoss, TrainRun, default_loss, evaluate, prepare
 
 
 @dataclass(kw_only=True)
 class DDPJob:
     """Everything one (possibly distributed) training run needs; round-trips through JSON."""
 
-    model_path: str
-    """File holding ``torch.save(module)`` of the model to train (trusted: written by hwnas)."""
+    model_factory: str
+    """``"module:function"`` returning the ``nn.Module`` to train, called with ``model_kwargs``
+    and ``device``; e.g. ``nas.export:load_model`` with ``{"path": "student.pt"}``."""
     out_dir: str
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
     """``checkpoint.pt``, ``log.jsonl``, ``final.pt`` (trained state dict), ``result.json``."""
     data: str = "fashion_mnist"
     data_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -68,6 +64,10 @@ class DDPJob:
     loss_factory: str | None = None
     """``"module:function"`` returning ``loss_fn(logits, targets, inputs)``; None: cross-entropy."""
     loss_kwargs: dict[str, Any] = field(default_factory=dict)
+    step_hook: str | None = None
+    """``"module:function"`` returning ``hook(model)``, run after every optimizer step as in
+    ``fit`` (e.g. weight clipping); called with ``step_hook_kwargs`` and ``device``."""
+    step_hook_kwargs: dict[str, Any] = field(default_factory=dict)
     checkpoint_every: int = 50
     log_every: int = 20
     resume: bool = True
@@ -141,14 +141,19 @@ class FileStore:
         os.replace(tmp, self.path)
 
 
+def call_factory(where: str, spec: str, kwargs: dict[str, Any], device: str) -> Any:
+    """Import ``"package.module:function"`` and call it with ``kwargs`` and ``device``."""
+    module, _, name = spec.partition(":")
+    if not name:
+        raise ConfigError.one(where, "must be 'package.module:function'", spec,
+                              "e.g. hwnas.compress.distill:make_loss")
+    return getattr(importlib.import_module(module), name)(**kwargs, device=device)
+
+
 def build_loss(job: DDPJob, device: str, label_smoothing: float = 0.0):
     if job.loss_factory is None:
         return default_loss(label_smoothing)
-    module, _, name = job.loss_factory.partition(":")
-    if not name:
-        raise ConfigError.one("loss_factory", "must be 'package.module:function'",
-                              job.loss_factory, "e.g. hwnas.compress.distill:make_loss")
-    return getattr(importlib.import_module(module), name)(**job.loss_kwargs, device=device)
+    return call_factory("loss_factory", job.loss_factory, job.loss_kwargs, device)
 
 
 def _gather(obj: Any, d: Dist) -> list[Any]:
@@ -172,9 +177,7 @@ class _State:
     """The mutable parts a checkpoint captures."""
 
     model: nn.Module
-    opt: torch.optim.Optimizer
-    sched: torch.optim.lr_scheduler.LRScheduler
-    precision: Precision
+    run: TrainRun
     loader: DeviceLoader
     step: int = 0
     epoch_gen: dict[str, torch.Tensor] | None = None
@@ -182,11 +185,19 @@ class _State:
     batch: int = 0
     """Batches of the current epoch already trained."""
 
+    @property
+    def opt(self) -> torch.optim.Optimizer:
+        return self.run.optimizer
+
+    @property
+    def sched(self) -> torch.optim.lr_scheduler.LRScheduler:
+        return self.run.scheduler
+
     def capture(self, d: Dist) -> dict[str, Any] | None:
         rngs = _gather(torch.get_rng_state(), d)  # every rank calls: collective
         if not d.main:
             return None
-        scaler = self.precision.scaler
+        scaler = self.run.precision.scaler
         return {"format": "hwnas-ddp/1", "step": self.step, "world": d.world,
                 "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
                 "scheduler": self.sched.state_dict(),
@@ -198,8 +209,9 @@ class _State:
         self.model.load_state_dict(ck["model"])
         self.opt.load_state_dict(ck["optimizer"])
         self.sched.load_state_dict(ck["scheduler"])
-        if self.precision.scaler is not None and ck["scaler"]:
-            self.precision.scaler.load_state_dict(ck["scaler"])
+        scaler = self.run.precision.scaler
+        if scaler is not None and ck["scaler"]:
+            scaler.load_state_dict(ck["scaler"])
         self.step = ck["step"]
         self.epoch_gen, self.batch = ck["loader"]["gen"], ck["loader"]["batch"]
         self.loader.set_rng_state(self.epoch_gen)
@@ -215,25 +227,21 @@ def _log(d: Dist, out: Path, record: dict[str, Any]) -> None:
             fh.write(line + "\n")
 
 
-def _memory_format(cfg: FitConfig, d: Dist) -> torch.memory_format:
-    cuda = torch.device(d.device).type == "cuda"
-    return torch.channels_last if cuda and cfg.channels_last else torch.contiguous_format
-
-
 def _setup_state(job: DDPJob, cfg: FitConfig, d: Dist, data: Any) -> tuple[_State, int]:
     if cfg.batch_size % d.world:
         raise ConfigError.one("batch_size", f"the global batch must divide by {d.world} ranks",
                               cfg.batch_size, f"use a multiple of {d.world}")
-    model = torch.load(job.model_path, map_location=d.device, weights_only=False)
-    model.to(d.device, memory_format=_memory_format(cfg, d))
+    model = call_factory("model_factory", job.model_factory, job.model_kwargs, d.device)
     aug = Augment(data.crop_pad, data.flip) if cfg.augment else None
     loader = DeviceLoader(data.x_train, data.y_train, batch_size=cfg.batch_size // d.world,
                           device=d.device, augment=aug, seed=cfg.seed, rank=d.rank,
                           world_size=d.world)
-    total = cfg.steps or max(1, math.ceil(cfg.epochs * len(loader)))
-    opt = build_optimizer(model, cfg)
-    sched = build_scheduler(opt, total, round(cfg.warmup_epochs * len(loader)))
-    return _State(model, opt, sched, Precision.for_device(d.device, cfg.amp), loader), total
+    hook = (call_factory("step_hook", job.step_hook, job.step_hook_kwargs, d.device)
+            if job.step_hook else None)
+    run, total = prepare(model, cfg, len(loader), loss_fn=build_loss(job, d.device,
+                                                                      cfg.label_smoothing),
+                         step_hook=hook, device=d.device)
+    return _State(model, run, loader), total
 
 
 def train(job: DDPJob, d: Dist, store: CheckpointStore) -> dict[str, Any]:
@@ -243,19 +251,18 @@ def train(job: DDPJob, d: Dist, store: CheckpointStore) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     data = load_data(job.data, **job.data_kwargs)
     st, total = _setup_state(job, cfg, d, data)
-    torch.manual_seed(cfg.seed * 1000 + d.rank)  # dropout etc. differ per rank, seeded
+    # as fit on rank 0 (its "dropout" stream); the other ranks draw their own
+    torch.manual_seed(stream_seed(cfg.seed, "dropout", *([d.rank] if d.rank else [])))
     ck = store.load() if job.resume else None
     if ck is not None:
         st.restore(ck, d)
         _log(d, out, {"event": "resumed", "step": st.step, "from_world": ck["world"]})
     resumed_from = st.step
     net = DistributedDataParallel(st.model) if d.world > 1 else st.model
-    loss_fn = build_loss(job, d.device, cfg.label_smoothing)
     if d.world > 1:
         dist.barrier()
     t0, stop = time.perf_counter(), min(total, job.stop_after or total)
     losses: list[torch.Tensor] = []
-    fmt = _memory_format(cfg, d)
     while st.step < stop:
         if ck is None:  # a fresh epoch; a restored one carries its start state and position
             st.epoch_gen, st.batch = st.loader.rng_state(), 0
@@ -264,9 +271,7 @@ def train(job: DDPJob, d: Dist, store: CheckpointStore) -> dict[str, Any]:
         for i, (x, y) in enumerate(st.loader):
             if i < skip:
                 continue  # replay the epoch's random draws up to the checkpoint's position
-            x = x.contiguous(memory_format=fmt)
-            losses.append(train_step(net, x, y, st.opt, loss_fn, st.precision, d.device))
-            st.sched.step()
+            losses.append(st.run.step(net, x, y, st.model))
             st.step, st.batch = st.step + 1, i + 1
             _after_step(job, d, st, store, losses, out, stop)
             if st.step >= stop:

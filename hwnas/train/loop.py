@@ -20,98 +20,11 @@ from torch import nn
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.seeds import stream_seed
 from hwnas.train.data import DataSplits
+from hwnas.train.fit_config import FitConfig
 from hwnas.train.loader import Augment, DeviceLoader
 
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 StepHook = Callable[[nn.Module], None]
-
-OPTIMIZERS = ("sgd", "adamw")
-_DEFAULT_LR = {"sgd": 0.1, "adamw": 1e-3}
-
-
-@dataclass
-class FitConfig:
-    """How to train one model. Validated on construction: every bad field is reported at once."""
-
-    epochs: float = 1.0
-    """Passes over the train split (fractions allowed); ignored when ``steps`` is set."""
-    steps: int | None = None
-    """Optimizer steps budget; overrides ``epochs``."""
-    batch_size: int = 128
-    lr: float | None = None
-    """Peak learning rate; None picks 0.1 for sgd and 1e-3 for adamw."""
-    optimizer: str = "sgd"
-    """``sgd`` (Nesterov momentum) or ``adamw``."""
-    weight_decay: float = 5e-4
-    """Applied to weights only: biases and norm parameters are not decayed."""
-    momentum: float = 0.9
-    """SGD momentum, or AdamW's beta1."""
-    label_smoothing: float = 0.0
-    warmup_epochs: float = 0.0
-    """Linear warm-up from 0 to ``lr``, then cosine decay to 0 over the rest of the budget."""
-    augment: bool = True
-    """The data set's own augmentation (random translate; flip where it keeps the label)."""
-    seed: int = 0
-    """Seeds the batch order, augmentation and randomness inside the model (dropout), each from
-    its own stream (``hwnas.common.seeds``)."""
-    device: str = "cpu"
-    amp: bool = True
-    """Mixed precision on CUDA (bf16 where supported, else fp16 with loss scaling); off on CPU."""
-    channels_last: bool = True
-    """channels_last memory format for plain convs, on CPU too: oneDNN and cuDNN run it faster
-    (1.3-1.4x training throughput on CPU for the CNN spaces, measured in bench/train_loop.py)."""
-    eval_batch_size: int = 1000
-
-    def __post_init__(self) -> None:
-        if self.lr is None and self.optimizer in _DEFAULT_LR:
-            self.lr = _DEFAULT_LR[self.optimizer]
-        problems = self.problems()
-        if problems:
-            raise ConfigError(problems)
-
-    def problems(self) -> list[Problem]:
-        checks = [
-            ("epochs", self.steps is not None or _num(self.epochs) > 0, self.epochs, "must be > 0",
-             "pass e.g. epochs=1 (or a steps budget)"),
-            ("steps", self.steps is None or (isinstance(self.steps, int) and self.steps >= 1),
-             self.steps, "must be None or an int >= 1", "pass e.g. steps=100"),
-            ("batch_size", isinstance(self.batch_size, int) and self.batch_size >= 1,
-             self.batch_size, "must be an int >= 1", "pass e.g. batch_size=128"),
-            # lr None is only left when the optimizer is unknown: that problem is reported.
-            ("lr", _num(self.lr) > 0 or (self.lr is None and self.optimizer not in OPTIMIZERS),
-             self.lr, "must be > 0",
-             "pass e.g. lr=0.1 (sgd), 1e-3 (adamw)"),
-            ("optimizer", self.optimizer in OPTIMIZERS, self.optimizer,
-             f"must be one of {list(OPTIMIZERS)}", "pick sgd or adamw"),
-            ("weight_decay", _num(self.weight_decay) >= 0, self.weight_decay, "must be >= 0",
-             "pass e.g. 5e-4"),
-            ("momentum", 0 <= _num(self.momentum) < 1, self.momentum, "must lie in [0, 1)",
-             "pass e.g. 0.9"),
-            ("label_smoothing", 0 <= _num(self.label_smoothing) < 1, self.label_smoothing,
-             "must lie in [0, 1)", "pass e.g. 0.1"),
-            ("warmup_epochs", _num(self.warmup_epochs) >= 0, self.warmup_epochs, "must be >= 0",
-             "pass e.g. 0.5"),
-            ("device", _device_ok(self.device), self.device,
-             "must be cpu or an available cuda device",
-             "pass --device cpu on a machine without GPU"),
-            ("eval_batch_size", isinstance(self.eval_batch_size, int) and self.eval_batch_size >= 1,
-             self.eval_batch_size, "must be an int >= 1", "pass e.g. 1000"),
-        ]
-        return [Problem(f"FitConfig.{k}", rule, v, fix) for k, ok, v, rule, fix in checks if not ok]
-
-
-def _num(v: object) -> float:
-    """A number to compare, or NaN for anything else (so every check on it fails)."""
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else math.nan
-
-
-def _device_ok(device: str) -> bool:
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        return False
-    return dev.type == "cpu" or (dev.type == "cuda" and torch.cuda.is_available())
-
 
 @dataclass
 class FitResult:
@@ -261,16 +174,11 @@ def fit(model: nn.Module, data: DataSplits, cfg: FitConfig | None = None, *,
     """
     cfg = cfg or FitConfig()
     cuda = torch.device(cfg.device).type == "cuda"
-    model.to(cfg.device)
-    fmt = channels_last_convs(model) if cfg.channels_last else torch.contiguous_format
     aug = Augment(data.crop_pad, data.flip) if cfg.augment else None
     loader = DeviceLoader(data.x_train, data.y_train, batch_size=cfg.batch_size,
                           device=cfg.device, augment=aug, seed=cfg.seed)
-    total = cfg.steps or max(1, math.ceil(cfg.epochs * len(loader)))
-    opt = optimizer or build_optimizer(model, cfg)
-    sched = build_scheduler(opt, total, round(cfg.warmup_epochs * len(loader)))
-    run = _Run(loss_fn or default_loss(cfg.label_smoothing), opt, sched,
-               Precision.for_device(cfg.device, cfg.amp), cfg.device, fmt, step_hook, on_epoch)
+    run, total = prepare(model, cfg, len(loader), loss_fn=loss_fn, optimizer=optimizer,
+                         step_hook=step_hook, on_epoch=on_epoch)
     x_val, y_val = data.x_val.to(cfg.device), data.y_val.to(cfg.device)
     with torch.random.fork_rng(devices=[torch.device(cfg.device)] if cuda else []):
         torch.manual_seed(stream_seed(cfg.seed, "dropout"))
@@ -278,8 +186,8 @@ def fit(model: nn.Module, data: DataSplits, cfg: FitConfig | None = None, *,
 
 
 @dataclass
-class _Run:
-    """What every training step needs, bundled so the epoch function stays short."""
+class TrainRun:
+    """What every training step needs; ``fit`` and ``hwnas.train.ddp`` both step through it."""
 
     loss_fn: LossFn
     optimizer: torch.optim.Optimizer
@@ -290,8 +198,37 @@ class _Run:
     step_hook: StepHook | None
     on_epoch: Callable[[dict[str, float]], None] | None = None
 
+    def step(self, net: nn.Module, x: torch.Tensor, y: torch.Tensor,
+             model: nn.Module | None = None) -> torch.Tensor:
+        """One step: input memory format, optimizer step, schedule, then ``step_hook(model)``
+        (``model`` is the bare module when ``net`` wraps it in DDP)."""
+        x = x.contiguous(memory_format=self.memory_format)
+        loss = train_step(net, x, y, self.optimizer, self.loss_fn, self.precision, self.device)
+        self.scheduler.step()
+        if self.step_hook is not None:
+            self.step_hook(model if model is not None else net)
+        return loss
 
-def _fit_epochs(model: nn.Module, loader: DeviceLoader, total: int, run: _Run,
+
+def prepare(model: nn.Module, cfg: FitConfig, batches_per_epoch: int, *,
+            loss_fn: LossFn | None = None, optimizer: torch.optim.Optimizer | None = None,
+            step_hook: StepHook | None = None,
+            on_epoch: Callable[[dict[str, float]], None] | None = None,
+            device: str | None = None) -> tuple[TrainRun, int]:
+    """Move ``model`` to ``device`` (channels_last convs when ``cfg.channels_last``) and build
+    its optimizer, schedule and precision; returns the run and its total step budget."""
+    device = device or cfg.device
+    model.to(device)
+    fmt = channels_last_convs(model) if cfg.channels_last else torch.contiguous_format
+    total = cfg.steps or max(1, math.ceil(cfg.epochs * batches_per_epoch))
+    opt = optimizer or build_optimizer(model, cfg)
+    sched = build_scheduler(opt, total, round(cfg.warmup_epochs * batches_per_epoch))
+    run = TrainRun(loss_fn or default_loss(cfg.label_smoothing), opt, sched,
+                   Precision.for_device(device, cfg.amp), device, fmt, step_hook, on_epoch)
+    return run, total
+
+
+def _fit_epochs(model: nn.Module, loader: DeviceLoader, total: int, run: TrainRun,
                 x_val: torch.Tensor, y_val: torch.Tensor, eval_bs: int) -> FitResult:
     start, train_s, step, history = time.perf_counter(), 0.0, 0, []
     while step < total:
@@ -314,7 +251,7 @@ def _fit_epochs(model: nn.Module, loader: DeviceLoader, total: int, run: _Run,
                      images_per_s=step * loader.batch_size / max(train_s, 1e-9), history=history)
 
 
-def _train_epoch(model: nn.Module, loader: DeviceLoader, max_steps: int, run: _Run,
+def _train_epoch(model: nn.Module, loader: DeviceLoader, max_steps: int, run: TrainRun,
                  first_step: int) -> tuple[int, float]:
     """At most ``max_steps`` steps of one pass over the loader; returns (steps, mean loss)."""
     model.train()
@@ -324,19 +261,14 @@ def _train_epoch(model: nn.Module, loader: DeviceLoader, max_steps: int, run: _R
     for x, y in loader:
         if len(losses) == max_steps:
             break
-        x = x.contiguous(memory_format=run.memory_format)
-        losses.append(train_step(model, x, y, run.optimizer, run.loss_fn, run.precision,
-                                 run.device))
-        run.scheduler.step()
-        if run.step_hook is not None:
-            run.step_hook(model)
+        losses.append(run.step(model, x, y))
         if len(losses) % check_every == 0:
             _check_finite(losses[-check_every:], first_step + len(losses) - check_every, run)
     _check_finite(losses, first_step, run)
     return len(losses), torch.stack(losses).float().mean().item()
 
 
-def _check_finite(losses: list[torch.Tensor], first_step: int, run: _Run) -> None:
+def _check_finite(losses: list[torch.Tensor], first_step: int, run: TrainRun) -> None:
     finite = torch.isfinite(torch.stack(losses).float())
     if not bool(finite.all()):
         bad = int((~finite).nonzero()[0, 0])
@@ -351,6 +283,6 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-__all__ = ["FitConfig", "FitResult", "NonFiniteLoss", "Precision", "build_optimizer",
-           "build_scheduler", "channels_last_convs", "default_loss", "evaluate", "fit",
+__all__ = ["FitConfig", "FitResult", "NonFiniteLoss", "Precision", "TrainRun", "build_optimizer",
+           "build_scheduler", "channels_last_convs", "default_loss", "evaluate", "fit", "prepare",
            "train_step"]

@@ -131,20 +131,11 @@ def _space(name: str):  # noqa: ANN202
 
 
 def load_checkpoint_model(path: str | Path):  # noqa: ANN201
-    """(model, meta) from an ``hwnas-checkpoint/1`` file, rebuilt through its search space."""
-    import torch
+    """(model, meta) from any ``hwnas-checkpoint/1`` file (exported, pruned or finalized),
+    read with ``weights_only=True`` and rebuilt through its search space."""
+    from nas.export import load_checkpoint
 
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    if not isinstance(ckpt, dict) or ckpt.get("format") != "hwnas-checkpoint/1":
-        found = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
-        raise ConfigError.one("checkpoint", "format must be hwnas-checkpoint/1", found,
-                              "pass a model.pt written by hwnas (search export or train --save)")
-    data = ckpt["data"]
-    model = _space(ckpt["space"]).build(ckpt["arch"], in_chans=data["in_chans"],
-                                        num_classes=data["num_classes"],
-                                        img_size=data["img_size"])
-    model.load_state_dict(ckpt["state_dict"])
-    return model.eval(), ckpt
+    return load_checkpoint(path)
 
 
 def _check_shapes(meta: dict[str, Any], data) -> None:  # noqa: ANN001

@@ -8,7 +8,8 @@ Setup / run / cleanup, in that order:
   CPU threads) call ``study.optimize`` on the same storage until ``n_trials`` trials are
   COMPLETE in total, counting earlier runs; other machines join by running the same command
   with the same storage URL. A trial that raises is stored FAIL with its reason and the study
-  goes on; a killed worker's trial turns stale (heartbeat) and is queued again;
+  goes on; a killed worker's trial is failed and queued again by the next run on its host (its
+  process is gone), or on other hosts once it turns stale (heartbeat);
 * cleanup: the trials table (``trials.parquet``/``.csv``) is written next to the storage.
 """
 
@@ -78,6 +79,7 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
     sampler = make_sampler(cfg.sampler.name, seed=cfg.seed + index, options=cfg.sampler.options)
     storage = store.open_storage(cfg.storage_url(study_dir), heartbeat_s=cfg.heartbeat_s)
     study = store.create_or_load(cfg, storage, sampler)
+    store.fail_dead_trials(study)  # a kill -9'd run's trial: failed and queued now, not stale later
     if _n_complete(study) >= cfg.n_trials:
         return
     evaluator = Evaluator(cfg)
@@ -116,6 +118,7 @@ def make_objective(evaluator: Evaluator, study_dir: Path, worker: int = 0):  # n
     """The Optuna objective: sample an arch, evaluate it, store every metric on the trial."""
 
     def objective(trial: optuna.Trial, budget: float | None = None) -> tuple[float, ...]:
+        trial.set_user_attr(store.PROCESS, store.process_attr())
         arch = evaluator.space.sample(trial)
         trial.set_user_attr("arch", arch)
         trial.set_user_attr("worker", worker)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from optuna.trial import TrialState
 from nas import schedule, store
 from nas.config import StudyConfig, validate_study
 from nas.progress import StudyProgress
-from nas.ray_utils import CopyToStudy, DefineByRun, HwnasOptunaSearch, warm_storage
+from nas.ray_utils import CopyToStudy, DefineByRun, HwnasOptunaSearch, connect, warm_storage
 from nas.samplers import make_sampler
 
 _DONE = ".hwnas_done"
@@ -45,12 +46,15 @@ def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) 
     torch.set_num_threads(max(1, int(cfg.ray.cpus_per_trial)))
     evaluator = _EVALUATORS.setdefault(cfg.name, Evaluator(cfg))  # data loaded once per actor
     budget = schedule.budget_of(schedule.make(cfg), config)
+    where = {"ray_node_id": ray.get_runtime_context().get_node_id(),
+             "hostname": socket.gethostname()}
     try:
         out = evaluator.evaluate(config["arch"], budget=budget)
     except Exception as err:  # noqa: BLE001 - a failed candidate is a result, not a crash
-        tune.report({"fail_reason": f"{type(err).__name__}: {err}"[:4000], "arch": config["arch"]})
+        tune.report({"fail_reason": f"{type(err).__name__}: {err}"[:4000], "arch": config["arch"],
+                     **where})
         return
-    result = {**out.metrics, "arch": out.arch, "feasible": out.feasible, "info": out.info,
+    result = {**out.metrics, "arch": out.arch, "feasible": out.feasible, "info": out.info, **where,
               **{k: config[k] for k in ("rung", "bracket", "parent") if k in config},
               **({"budget": budget} if budget is not None else {}),
               **{f"constraint__{k}": v for k, v in out.constraints.items()},
@@ -64,33 +68,66 @@ def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) 
         tune.report(result, checkpoint=tune.Checkpoint.from_directory(tmp))
 
 
-def _experiments(root: Path) -> list[Path]:
-    return sorted(p for p in root.glob("run-*") if p.is_dir())
+class _Root:
+    """Where Ray Tune keeps the study's experiments (``run-000``, ...): ``ray.storage`` (a shared
+    path or a URI such as ``s3://bucket/hwnas``, plus the study name), else ``runs/<study>/ray``.
+    Listed and marked through pyarrow's file systems, as Ray itself does."""
+
+    def __init__(self, cfg: StudyConfig, study_dir: Path):
+        import pyarrow.fs as pafs
+
+        base = cfg.ray.storage
+        self.base = f"{base.rstrip('/')}/{cfg.name}" if base else str((study_dir / "ray").resolve())
+        if "://" not in self.base:
+            self.base = str(Path(self.base).resolve())
+        self.fs, self.path = pafs.FileSystem.from_uri(
+            self.base if "://" in self.base else Path(self.base).as_uri())
+        self.fs.create_dir(self.path, recursive=True)
+
+    def runs(self) -> list[str]:
+        import pyarrow.fs as pafs
+
+        infos = self.fs.get_file_info(pafs.FileSelector(self.path, allow_not_found=True))
+        return sorted(i.base_name for i in infos
+                      if i.type == pafs.FileType.Directory and i.base_name.startswith("run-"))
+
+    def uri(self, name: str) -> str:
+        return f"{self.base}/{name}"
+
+    def done(self, name: str) -> bool:
+        import pyarrow.fs as pafs
+
+        info = self.fs.get_file_info(f"{self.path}/{name}/{_DONE}")
+        return info.type != pafs.FileType.NotFound
+
+    def mark_done(self, name: str) -> None:
+        with self.fs.open_output_stream(f"{self.path}/{name}/{_DONE}") as out:
+            out.write(b"finished\n")
 
 
 def run(cfg: StudyConfig, study_dir: Path, *, progress: bool = True) -> optuna.Study:
     import ray
 
     study = store.create_or_load(cfg, store.open_storage(cfg.storage_url(study_dir)))
-    root = (study_dir / "ray").resolve()
-    root.mkdir(parents=True, exist_ok=True)
+    root = _Root(cfg, study_dir)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     for name in ("ray", "ray.tune", "ray.train"):  # our progress bar replaces Ray's log lines
         logging.getLogger(name).setLevel(logging.WARNING)
     started = not ray.is_initialized()
     if started:
-        ray.init(address=cfg.ray.address, include_dashboard=False, log_to_driver=False)
+        connect(cfg.ray.address, include_dashboard=False, log_to_driver=False)
     try:
         with StudyProgress(study, cfg.n_trials, enabled=progress) as bar:
-            last = _experiments(root)[-1] if _experiments(root) else None
-            if last is not None and not (last / _DONE).exists() and _can_restore(last):
-                _fit(cfg, study, study_dir, last, bar, restore=True)
+            runs = root.runs()
+            if runs and not root.done(runs[-1]) and _can_restore(root.uri(runs[-1])):
+                _fit(cfg, study, study_dir, root, runs[-1], bar, restore=True)
             for _ in range(3):  # failed trials do not count: top up a few times at most
                 remaining = cfg.n_trials - _n_complete(study)
                 if remaining <= 0:
                     break
-                path = root / f"run-{len(_experiments(root)):03d}"
-                _fit(cfg, study, study_dir, path, bar, restore=False, num_samples=remaining)
+                name = f"run-{len(root.runs()):03d}"
+                _fit(cfg, study, study_dir, root, name, bar, restore=False,
+                     num_samples=remaining)
     finally:
         if started:
             ray.shutdown()
@@ -102,26 +139,26 @@ def _n_complete(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
 
-def _can_restore(path: Path) -> bool:
+def _can_restore(uri: str) -> bool:
     from ray import tune
 
-    return tune.Tuner.can_restore(str(path))
+    return tune.Tuner.can_restore(uri)
 
 
-def _fit(cfg: StudyConfig, study: optuna.Study, study_dir: Path, path: Path, bar: StudyProgress,
-         *, restore: bool, num_samples: int = 0) -> None:
+def _fit(cfg: StudyConfig, study: optuna.Study, study_dir: Path, root: _Root, name: str,
+         bar: StudyProgress, *, restore: bool, num_samples: int = 0) -> None:
     from ray import tune
 
     trainable = tune.with_resources(
         tune.with_parameters(_trainable, cfg_raw=cfg.dump(), study_dir=str(study_dir)),
         {"cpu": cfg.ray.cpus_per_trial, "gpu": cfg.ray.gpus_per_trial})
     if restore:
-        tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)
+        tuner = tune.Tuner.restore(root.uri(name), trainable=trainable, resume_errored=True)
     else:
         tuner = tune.Tuner(trainable, tune_config=_tune_config(cfg, study, num_samples),
-                           run_config=_run_config(cfg, study, study_dir, path, bar))
+                           run_config=_run_config(cfg, study_dir, root, name, bar))
     tuner.fit()
-    (path / _DONE).write_text("finished\n")
+    root.mark_done(name)
 
 
 def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int) -> Any:
@@ -143,12 +180,12 @@ def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int) -> Any
                            max_concurrent_trials=cfg.ray.max_concurrent, reuse_actors=True)
 
 
-def _run_config(cfg: StudyConfig, study: optuna.Study, study_dir: Path, path: Path,
+def _run_config(cfg: StudyConfig, study_dir: Path, root: _Root, name: str,
                 bar: StudyProgress) -> Any:
     from ray import tune
 
     return tune.RunConfig(
-        name=path.name, storage_path=str(path.parent),
+        name=name, storage_path=root.base,
         failure_config=tune.FailureConfig(max_failures=cfg.ray.max_failures),
         callbacks=[CopyToStudy(cfg, study_dir, bar.update)], verbose=0,
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1))

@@ -46,6 +46,37 @@ def test_hwa_model_evaluates_on_pcm(tuned, digits):
     assert 0.3 < res.acc_mean[0] <= 1.0
 
 
+def _noisy_acc(model, digits, rel: float, draws: int = 8) -> float:
+    """Mean accuracy under Gaussian weight noise of ``rel`` x each output channel's max |w|
+    (the programming-noise model HWA trains against), seeded draws."""
+    gen = torch.Generator().manual_seed(0)
+    accs = []
+    for _ in range(draws):
+        noisy = copy.deepcopy(model).eval()
+        with torch.no_grad():
+            for m in noisy.modules():
+                if isinstance(m, nn.Conv2d | nn.Linear):
+                    w = m.weight
+                    scale = w.reshape(w.shape[0], -1).abs().amax(1)
+                    shape = (-1,) + (1,) * (w.ndim - 1)
+                    w += torch.randn(w.shape, generator=gen) * rel * scale.reshape(shape)
+            accs.append((noisy(digits.x_test).argmax(1) == digits.y_test).float().mean().item())
+    return sum(accs) / len(accs)
+
+
+def test_hwa_model_is_more_robust_to_weight_noise_than_its_digital_twin(tuned, trained_cnn,
+                                                                        digits):
+    # The twin gets the same fine-tuning budget without noise injection or clipping.
+    from hwnas.train.loop import fit
+
+    twin = copy.deepcopy(trained_cnn)
+    fit(twin, digits, FitConfig(epochs=1, lr=0.01, seed=0))
+    hwa_model, _ = tuned
+    hwa, dig = _noisy_acc(hwa_model, digits, 0.1), _noisy_acc(twin, digits, 0.1)
+    # seeded, so deterministic; measured 75.6% vs 74.3% under 10% relative weight noise
+    assert hwa > dig, (hwa, dig)
+
+
 def test_lightning_config_mirrors_the_periphery():
     pcm = analog.get_hw("pcm").rpu_config(adc_bits=8, tile_size=256)
     cfg = lightning_config(pcm, HwaOptions(weight_noise=0.03, clip_sigma=None))

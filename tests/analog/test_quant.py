@@ -31,6 +31,44 @@ def test_four_bit_costs_more_than_eight(accs):
     assert accs["fq4"] <= accs["fq8"] + 0.01
 
 
+def _dequantized(qmodel: torch.nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Output of every dequantize op of a converted PT2E graph on ``x``: what the layers see."""
+    seen: dict[str, torch.Tensor] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):  # noqa: ANN001, ANN202
+            out = super().run_node(n)
+            if n.op == "call_function" and "dequantize" in str(n.target):
+                seen[f"{n.name}:{n.target}"] = out.detach()
+            return out
+
+    Recorder(qmodel).run(x)
+    return seen
+
+
+# fq4 only: int8's channels here hold fewer weights than levels, so the grid check cannot bite.
+@pytest.mark.parametrize(("hw", "w_levels", "a_levels"), [("fq4", 16, 16)])
+def test_weights_and_activations_take_only_the_hardware_levels(trained_cnn, digits, hw,
+                                                               w_levels, a_levels):
+    # A no-op quantizer leaves float weights (thousands of values per channel) and no
+    # dequantize ops: both checks below fail on it.
+    q = analog.get_hw(hw).apply(trained_cnn, calib=digits.x_train[:256])
+    seen = _dequantized(q, digits.x_test[:64])
+    weights = {k: v for k, v in seen.items() if "per_channel" in k}
+    acts = {k: v for k, v in seen.items() if "per_tensor" in k}
+    assert weights and acts
+    for w in weights.values():
+        per_channel = [torch.unique(row) for row in w.reshape(w.shape[0], -1)]
+        assert max(len(u) for u in per_channel) <= w_levels
+        for u in per_channel:  # a uniform grid: every gap is a whole number of steps
+            gaps = u[1:] - u[:-1]
+            if len(gaps):
+                steps = gaps / gaps.min()
+                assert torch.allclose(steps, steps.round(), atol=1e-3)
+    for a in acts.values():
+        assert len(torch.unique(a)) <= a_levels
+
+
 def test_qat_prepare_convert_round_trip(digits):
     # a small graph: PT2E's QAT pattern matching takes seconds per conv-bn pair
     torch.manual_seed(0)

@@ -38,3 +38,20 @@ def test_ray_backend_same_artifacts_and_resume(tmp_path: Path) -> None:
     _, study, _ = store.load_dir(study_dir)
     ids = [t.user_attrs["ray_trial_id"] for t in study.trials]
     assert len(ids) == len(set(ids)) == 2
+
+
+@pytest.mark.parametrize("scheme", ["path", "file-uri"])
+def test_ray_storage_takes_a_shared_path_or_uri(tmp_path: Path, scheme: str) -> None:
+    from nas.config import validate_study
+    from nas.drivers.ray_driver import _Root
+
+    shared = tmp_path / "shared"
+    where = str(shared) if scheme == "path" else shared.as_uri()
+    cfg = validate_study(live_raw("uri", backend="ray", ray={"storage": where}))
+    root = _Root(cfg, tmp_path / "runs" / "uri")
+    assert root.base == f"{where}/uri" and root.runs() == []
+    (shared / "uri" / "run-000").mkdir()
+    assert root.runs() == ["run-000"] and not root.done("run-000")
+    root.mark_done("run-000")
+    assert root.done("run-000") and (shared / "uri" / "run-000" / ".hwnas_done").exists()
+    assert not (tmp_path / "runs" / "uri" / "ray").exists()  # nothing on the driver's disk

@@ -53,16 +53,17 @@ def test_kill_9_then_rerun_resumes_without_losing_trials(tmp_path: Path) -> None
     before = {t.number: (t.values, t.user_attrs["arch"]) for t in _states(db, "killed")["COMPLETE"]}
     killed = [t.params for t in _states(db, "killed").get("RUNNING", [])]
     assert len(before) >= 2 and killed
-    subprocess.run(_cmd(path, tmp_path), cwd=REPO, check=True, timeout=900,
-                   stdout=subprocess.DEVNULL)
+    rerun = subprocess.run(_cmd(path, tmp_path), cwd=REPO, check=True, timeout=900,
+                           stdout=subprocess.PIPE, text=True)
     states = _states(db, "killed")
     done = {t.number: (t.values, t.user_attrs["arch"]) for t in states["COMPLETE"]}
     assert len(done) == 5
     assert {n: done[n] for n in before} == before  # every completed trial kept as it was
     assert not states.get("RUNNING")
-    stale = states["FAIL"]  # the killed trial turned stale (heartbeat) and was queued again
-    assert [t.params for t in stale] == killed
-    retried = [t for t in states["COMPLETE"] if t.system_attrs.get("failed_trial") is not None]
+    dead = states["FAIL"]  # the killed trial: its process is gone, so the rerun failed it at once
+    assert [t.params for t in dead] == killed and "gone" in rerun.stdout
+    # queued by the dead-process check (the heartbeat's retry would mark system attrs instead)
+    retried = [t for t in states["COMPLETE"] if t.user_attrs.get("retry_of") == dead[0].number]
     # the retry keeps what the killed trial had sampled (it may have died mid-sampling)
     assert retried and killed[0].items() <= retried[0].params.items()
 

@@ -109,16 +109,45 @@ def test_latency_budget_ends_under_budget() -> None:
     assert res.reached, f"pruning to 90% did not reach {budget:.3f} ms: {res.summary()}"
 
 
+def _planted_net(dead: dict[int, list[int]]) -> torch.nn.Sequential:
+    """conv-bn-relu x2 -> pool -> linear; the output channels in ``dead[i]`` of conv ``i`` carry
+    nothing (conv and BN weights and bias zero), so they can be removed without any change."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    net = nn.Sequential(nn.Conv2d(1, 20, 3, padding=1), nn.BatchNorm2d(20), nn.ReLU(),
+                        nn.Conv2d(20, 20, 3, padding=1), nn.BatchNorm2d(20), nn.ReLU(),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(20, 10))
+    with torch.no_grad():
+        for conv_at, channels in dead.items():
+            conv, bn = net[conv_at], net[conv_at + 1]
+            for t in (conv.weight, conv.bias, bn.weight, bn.bias):
+                t[channels] = 0.0
+            bn.running_mean[channels] = 0.0
+    return net.eval()
+
+
 @pytest.mark.parametrize("importance", IMPORTANCES.list())
-def test_importances_prune_deterministically(importance: str) -> None:
+def test_pruning_removes_the_unimportant_channels(importance: str) -> None:
+    # 8 of 20 channels per conv carry nothing: ratio 0.4 must remove exactly those, so the
+    # pruned net computes what the full one did. Random or inverted ranking breaks this.
+    dead = {0: [1, 4, 5, 8, 11, 13, 16, 19], 3: [0, 2, 3, 7, 9, 10, 14, 18]}
     x, y = torch.randn(16, *SHAPE), torch.randint(0, 10, (16,))
-    shapes = []
+    full = _planted_net(dead)
+    with torch.no_grad():
+        ref = full(x)
+    kept = []
     for _ in range(2):
-        _, _, model = _build("mbconv")
-        prune(model, SHAPE, PruneConfig(ratio=0.4, importance=importance), calib=(x, y))
-        assert all(p.grad is None for p in model.parameters())
-        shapes.append({k: tuple(v.shape) for k, v in model.state_dict().items()})
-    assert shapes[0] == shapes[1]
+        net = _planted_net(dead)
+        res = prune(net, SHAPE, PruneConfig(ratio=0.4, importance=importance), calib=(x, y))
+        assert all(p.grad is None for p in net.parameters())
+        assert net[0].out_channels == net[3].out_channels == 12
+        assert res.after.params < res.before.params and res.after.macs < res.before.macs
+        alive = [i for i in range(20) if i not in dead[0]]
+        torch.testing.assert_close(net[0].weight, full[0].weight[alive])
+        with torch.no_grad():
+            torch.testing.assert_close(net.eval()(x), ref, atol=1e-5, rtol=1e-5)
+        kept.append({k: v.clone() for k, v in net.state_dict().items()})
+    assert all(torch.equal(kept[0][k], kept[1][k]) for k in kept[0])  # deterministic
 
 
 def test_bad_config_reports_every_problem() -> None:

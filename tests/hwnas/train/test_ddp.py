@@ -41,18 +41,37 @@ def _one_thread():
         yield
 
 
-@pytest.fixture
-def model_file(tmp_path: Path) -> Path:
-    # No batch norm: with it, ranks normalise over their half batch and 2 ranks != 1 process.
-    torch.manual_seed(0)
+def tiny_net(*, seed: int = 0, device: str = "cpu") -> nn.Module:
+    """The jobs' model factory (``test_ddp:tiny_net``): the same weights in every rank.
+
+    No batch norm: with it, ranks normalise over their half batch and 2 ranks != 1 process."""
+    gen = torch.Generator().manual_seed(seed)
     net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(),
                         nn.Linear(8 * 64, 10))
-    torch.save(net, tmp_path / "model.pt")
-    return tmp_path / "model.pt"
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+    return net.to(device)
 
 
-def _job(model_file: Path, out: Path, **kw) -> DDPJob:
-    return DDPJob(model_path=str(model_file), out_dir=str(out), data="digits",
+def clip_hook(*, limit: float, device: str = "cpu"):
+    """A step hook factory (``test_ddp:clip_hook``): clamps every parameter to +-limit."""
+
+    @torch.no_grad()
+    def hook(model: nn.Module) -> None:
+        for p in model.parameters():
+            p.clamp_(-limit, limit)
+
+    return hook
+
+
+@pytest.fixture
+def model_file() -> str:
+    return "test_ddp:tiny_net"
+
+
+def _job(model_file: str, out: Path, **kw) -> DDPJob:
+    return DDPJob(model_factory=model_file, out_dir=str(out), data="digits",
                   fit=dict(FIT), checkpoint_every=10, log_every=10, **kw)
 
 
@@ -60,13 +79,33 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
     return torch.load(out / "final.pt", weights_only=True)
 
 
-def test_job_round_trips_through_json(tmp_path: Path, model_file: Path) -> None:
+def test_job_round_trips_through_json(tmp_path: Path, model_file: str) -> None:
     job = _job(model_file, tmp_path / "o", loss_factory="hwnas.compress.distill:make_loss",
-               loss_kwargs={"teacher_path": "t.pt", "alpha": 0.3})
+               loss_kwargs={"teacher_factory": "nas.export:load_model",
+                            "teacher_kwargs": {"path": "t.pt"}, "alpha": 0.3})
     assert DDPJob.load(job.save(tmp_path / "job.json")) == job
 
 
-def test_stop_and_resume_is_exact(tmp_path: Path, model_file: Path) -> None:
+def test_one_process_takes_exactly_the_steps_fit_takes(tmp_path: Path, model_file: str) -> None:
+    # One training loop: the DDP entry as one process and fit, with channels_last and a step
+    # hook, end with the same weights (a skipped hook or another memory format would differ).
+    from hwnas.train.data import load_data
+    from hwnas.train.loop import FitConfig, fit
+
+    job = _job(model_file, tmp_path / "j", step_hook="test_ddp:clip_hook",
+               step_hook_kwargs={"limit": 0.12})
+    job.fit.update(channels_last=True, augment=True, seed=3)
+    train(job, Dist(), FileStore(tmp_path / "j"))
+    model = tiny_net()
+    fit(model, load_data("digits"), FitConfig(**job.fit), step_hook=clip_hook(limit=0.12))
+    got = _weights(tmp_path / "j")
+    for k, v in model.state_dict().items():
+        torch.testing.assert_close(got[k], v, atol=1e-6, rtol=1e-5)
+    assert max(float(v.abs().max()) for v in got.values()) <= 0.12 + 1e-7
+    assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_stop_and_resume_is_exact(tmp_path: Path, model_file: str) -> None:
     ref = train(_job(model_file, tmp_path / "a"), Dist(), FileStore(tmp_path / "a"))
     assert ref["steps"] == 40 and ref["resumed_from"] == 0 and ref["val_acc"] > 0.5
     stopped = train(_job(model_file, tmp_path / "b", stop_after=17), Dist(),
@@ -79,7 +118,7 @@ def test_stop_and_resume_is_exact(tmp_path: Path, model_file: Path) -> None:
     assert again["val_acc"] == ref["val_acc"]
 
 
-def test_bad_jobs_get_clear_errors(tmp_path: Path, model_file: Path) -> None:
+def test_bad_jobs_get_clear_errors(tmp_path: Path, model_file: str) -> None:
     job = _job(model_file, tmp_path / "o")
     job.fit["batch_size"] = 63
     with pytest.raises(ConfigError, match="multiple of 2"):
@@ -89,7 +128,7 @@ def test_bad_jobs_get_clear_errors(tmp_path: Path, model_file: Path) -> None:
 
 
 @pytest.mark.slow
-def test_torchrun_rank_killed_then_rerun_resumes(tmp_path: Path, model_file: Path,
+def test_torchrun_rank_killed_then_rerun_resumes(tmp_path: Path, model_file: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     # Reference: one process, no torchrun. Two ranks with half batches each must match it.
     train(_job(model_file, tmp_path / "ref"), Dist(), FileStore(tmp_path / "ref"))

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from hwnas.train.ddp import DDPJob, Dist, FileStore, train
 
@@ -21,12 +20,9 @@ HERE = Path(__file__).resolve().parent
 FIT = {"steps": 40, "batch_size": 64, "lr": 0.05, "augment": False}
 
 
-def _reference(tmp_path: Path) -> dict:
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(),
-                        nn.Linear(8 * 64, 10))
-    torch.save(net, tmp_path / "model.pt")
-    common = dict(model_path=str(tmp_path / "model.pt"), data="digits", fit=dict(FIT),
+def _reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv("PYTHONPATH", str(HERE))  # Ray workers import test_ddp:tiny_net
+    common = dict(model_factory="test_ddp:tiny_net", data="digits", fit=dict(FIT),
                   checkpoint_every=10, log_every=10)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -46,11 +42,12 @@ def _assert_same_weights(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ray_train_two_workers_match_one_process(tmp_path: Path) -> None:
+def test_ray_train_two_workers_match_one_process(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     ray = pytest.importorskip("ray")
     from hwnas.train.ray_train import fit_ray
 
-    common = _reference(tmp_path)
+    common = _reference(tmp_path, monkeypatch)
     try:
         result = fit_ray(DDPJob(out_dir=str(tmp_path / "ray"), **common), workers=2)
     finally:
@@ -68,8 +65,7 @@ def test_ray_train_two_workers_survive_a_killed_worker(tmp_path: Path,
     ray = pytest.importorskip("ray")
     from hwnas.train.ray_train import fit_ray
 
-    common = _reference(tmp_path)
-    monkeypatch.setenv("PYTHONPATH", str(HERE))  # workers import killer_loss from test_ddp
+    common = _reference(tmp_path, monkeypatch)
     job = DDPJob(out_dir=str(tmp_path / "ray"), loss_factory="test_ddp:killer_loss",
                  loss_kwargs={"kill_at": 25, "marker": str(tmp_path / "killed")}, **common)
     try:

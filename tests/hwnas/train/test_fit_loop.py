@@ -237,3 +237,17 @@ def test_fit_on_cuda_with_amp_and_channels_last(digits):
     assert result.val_acc > 0.8 and math.isfinite(result.train_loss)
     conv = model[0]
     assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_study_train_config_is_fit_config() -> None:
+    # One training config: the study file's TrainCfg has FitConfig's fields (the seed is the
+    # study's) and the same defaults, so a study and a library call train alike.
+    from dataclasses import fields
+
+    from hwnas.train.loop import FitConfig
+    from nas.config import TrainCfg
+
+    fit = {f.name: f.default for f in fields(FitConfig) if f.name != "seed"}
+    # threads is the study's own: how many CPU threads a trial runs on, not a training setting
+    study = {k: f.default for k, f in TrainCfg.model_fields.items() if k != "threads"}
+    assert study == fit

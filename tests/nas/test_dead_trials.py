@@ -1,0 +1,41 @@
+"""A RUNNING trial whose process is gone (``kill -9``) is failed and queued again on the next
+run at once; a trial whose process lives, or runs on another host, is left alone."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from nas import store
+
+
+def _running(study: optuna.Study, proc: dict) -> int:
+    trial = study.ask()
+    trial.suggest_int("depth", 1, 8)
+    trial.set_user_attr(store.PROCESS, proc)
+    return trial.number
+
+
+def test_dead_process_trial_is_failed_and_queued(tmp_path: Path) -> None:
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="s")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    host = socket.gethostname()
+    dead = _running(study, {"host": host, "pid": int(gone.stdout), "start": "1"})
+    mine = _running(study, store.process_attr())
+    reused = _running(study, {**store.process_attr(), "start": "0"})  # pid reused by another
+    other = _running(study, {"host": host + "-elsewhere", "pid": int(gone.stdout)})
+    lines: list[str] = []
+    assert store.fail_dead_trials(study, log=lines.append) == [dead, reused]
+    state = {t.number: t.state for t in study.get_trials()}
+    assert state[dead] == state[reused] == TrialState.FAIL
+    assert state[mine] == state[other] == TrialState.RUNNING
+    queued = study.get_trials(states=(TrialState.WAITING,))
+    assert sorted(t.user_attrs["retry_of"] for t in queued) == [dead, reused]
+    assert "gone" in lines[0] and str(dead) in lines[0]
+    assert store.fail_dead_trials(study, log=lines.append) == []  # once only
