@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from analog.channels import dead_channels
 from analog.coverage import coverage, warn_if_partial
 from analog.fast import FastAnalogModel, fast_unsupported
+from analog.input_ranges import has_learned_input_ranges
 from analog.hw import HardwareModel, get_hw
 from analog.times import format_time, parse_times
 from hwnas.common.errors import ConfigError, Problem
@@ -79,6 +80,9 @@ class DriftResult:
     seconds: float
     options: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    hw_config: dict[str, Any] = field(default_factory=dict)
+    """The hardware model exactly (``AnalogHW.describe``: rpu config, noise model, mapping,
+    periphery) and the layers kept digital (``digital``)."""
 
     @property
     def times(self) -> list[float]:
@@ -193,7 +197,8 @@ def _deterministic(model, x, y, hw, times, calib, batch_size, device, options) -
                        1, 0, False, time.perf_counter() - start, dict(options))
 
 
-def _analog_model(model, hw, x, calib, fast, device, options, notes) -> tuple[nn.Module, str]:
+def _analog_model(model, hw, x, calib, fast, device, options, notes,
+                  digital=()) -> tuple[nn.Module, str]:
     if is_aihwkit_model(model):
         if model.training:
             warnings.warn("analog.evaluate got an aihwkit model in train mode; switching it to "
@@ -203,22 +208,26 @@ def _analog_model(model, hw, x, calib, fast, device, options, notes) -> tuple[nn
     rpu = hw.rpu_config(**options)
     _warn_dead(model, hw, notes)
     reasons = fast_unsupported(model, rpu)
+    calib = _calib(hw, x, calib, rpu.pre_post.input_range.enable
+                   and not has_learned_input_ranges(model))
     if fast and not reasons:
         warn_if_partial(coverage(model, x[:1]), model, hw.name)
-        return FastAnalogModel(model, rpu, device=device).eval(), "fast"
+        return FastAnalogModel(model, rpu, device=device, calib=calib,
+                               digital=digital).eval(), "fast"
     if fast:
         note = f"{hw.name}: fast path cannot emulate {', '.join(reasons)}; using aihwkit tiles"
         warnings.warn(note, FastPathWarning, stacklevel=3)
         notes.append(note)
-    calib = _calib(hw, x, calib, rpu.pre_post.input_range.enable)
-    return hw.apply(model, calib=calib, **options).to(device), "aihwkit"
+    extra = {"digital": digital} if digital else {}
+    return hw.apply(model, calib=calib, **extra, **options).to(device), "aihwkit"
 
 
 def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
              times: Iterable[str | float] = (0.0,), repeats: int = 1, seed: int = 0,
              compensation: bool = True, fast: bool = True, calib: Tensor | None = None,
              batch_size: int = 500, device: str = "cpu",
-             options: dict[str, Any] | None = None) -> DriftResult:
+             options: dict[str, Any] | None = None, digital: Sequence[str] = (),
+             progress: Callable[[str], None] | None = None) -> DriftResult:
     """Accuracy of the digital ``model`` on (x, y) under hardware model ``hw``.
 
     ``times``: drift times (``"1d"``, seconds...). ``repeats``: fresh programming per repeat
@@ -227,6 +236,8 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
     emulation of aihwkit (falls back to aihwkit with a ``FastPathWarning`` when it cannot
     emulate the config). ``calib``: training images for quantizer/input-range calibration.
     ``options``: hardware-model overrides (e.g. ``{"adc_bits": 8}``, see ``AnalogOptions``).
+    ``digital``: shell patterns of layers kept digital (layer-wise mapping, analog only).
+    ``progress``: called with one line after each repeat (e.g. ``print``).
     The caller's ``model`` is never modified, except an aihwkit model passed in directly.
     """
     hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
@@ -235,13 +246,18 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
     if hw_model.kind != "analog":
         return _deterministic(model, x, y, hw_model, seconds, calib, batch_size, device, options)
     options.setdefault("compensation", compensation)
+    digital = list(digital)
+    if problems := hw_model.time_problems(seconds):
+        raise ConfigError(problems)
     start, notes = time.perf_counter(), []
     cov = None
     if is_aihwkit_model(model):
         notes.append("coverage unknown: the model was converted before; pass the digital model")
     else:
-        cov = coverage(model, x[:1])
-    analog, path = _analog_model(model, hw_model, x, calib, fast, device, options, notes)
+        cov = coverage(model, x[:1], digital)
+    hw_config = {**hw_model.describe(**options), "digital": digital}
+    analog, path = _analog_model(model, hw_model, x, calib, fast, device, options, notes,
+                                 digital)
     accs = [[0.0] * repeats for _ in seconds]
     for r in range(repeats):
         with torch.random.fork_rng(devices=_cuda_devices(device)):
@@ -251,11 +267,15 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
             for i, t in enumerate(seconds):
                 program_and_drift(analog, t, reprogram=(i == 0))
                 accs[i][r] = accuracy(analog, x, y, batch_size=batch_size, device=device)
+        if progress is not None:
+            progress(f"{hw_model.name} repeat {r + 1}/{repeats}: " + ", ".join(
+                f"{format_time(t)} {100 * a[r]:.1f}%" for t, a in zip(seconds, accs, strict=True))
+                + f" [{path}, {time.perf_counter() - start:.0f} s]")
     points = [TimePoint(t, format_time(t), _mean(a), _std(a), a)
               for t, a in zip(seconds, accs, strict=True)]
     return DriftResult(hw_model.name, path, points, cov.as_dict() if cov else {}, repeats, seed,
                        bool(options["compensation"]), time.perf_counter() - start, options,
-                       notes)
+                       notes, hw_config)
 
 
 def _cuda_devices(device: str) -> list[int]:

@@ -122,13 +122,22 @@ def test_fast_path_is_deterministic_under_a_seed(trained_cnn, digits):
     assert run[0].accs != run[2].accs
 
 
+def _asymmetric_config():
+    from analog.aimc import _pcm_config
+
+    rpu = _pcm_config()
+    rpu.forward.inp_asymmetry = 0.05
+    return rpu
+
+
 def test_unsupported_config_falls_back_to_aihwkit(trained_cnn, digits):
-    rpu = analog.get_hw("pcm_hwa").rpu_config()
-    reasons = fast_unsupported(trained_cnn, rpu)
-    assert "forward.ir_drop" in reasons and any("input_range" in r for r in reasons)
-    with pytest.warns(analog.FastPathWarning, match="ir_drop"):
-        res = analog.evaluate(trained_cnn, digits.x_test[:40], digits.y_test[:40], "pcm_hwa",
-                              calib=digits.x_train[:64])
+    from analog.aimc import AnalogHW
+
+    hw = AnalogHW("pcm_asym", "pcm with DAC asymmetry (not emulated)", base=_asymmetric_config)
+    reasons = fast_unsupported(trained_cnn, hw.rpu_config())
+    assert reasons == ["forward in/out asymmetry"]
+    with pytest.warns(analog.FastPathWarning, match="asymmetry"):
+        res = analog.evaluate(trained_cnn, digits.x_test[:40], digits.y_test[:40], hw)
     assert res.path == "aihwkit" and res.notes
 
 
