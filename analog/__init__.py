@@ -33,7 +33,7 @@ from analog.times import format_time, parse_time, parse_times
 from hwnas.common.errors import ConfigError
 
 
-def apply(model: nn.Module, hw: str, *, calib: Tensor | None = None,
+def apply(model: nn.Module, hw: str | HardwareModel, *, calib: Tensor | None = None,
           digital: Sequence[str] = (), **overrides: Any) -> nn.Module:
     """A copy of ``model`` computing on hardware ``hw`` (``list_hw()``; also fqN / wXaY).
 
@@ -43,7 +43,7 @@ def apply(model: nn.Module, hw: str, *, calib: Tensor | None = None,
     ``overrides`` adjust the preset, e.g. ``dac_bits``, ``adc_bits``, ``out_noise``,
     ``tile_size``, ``compensation`` for analog models (``analog.aimc.AnalogOptions``).
     """
-    hw_model = get_hw(hw)
+    hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
     if digital and hw_model.kind != "analog":
         raise ConfigError.one("digital layers", "apply only to analog hardware models",
                               list(digital), f"drop digital= for {hw_model.name}")

@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-import torch
 from torch import Tensor, nn
 
 from analog.coverage import coverage, digital_layers, split_layers, warn_if_partial
@@ -194,7 +193,7 @@ def _aihwkit_version() -> str:
 
 
 def build_base(name: str, base: Callable[[], Any]):
-    """``base()``, with aihwkit's own refusals (a missing class, a failed check) as a clear error."""
+    """``base()``, with aihwkit's refusals (a missing class, a failed check) as a clear error."""
     try:
         return base()
     except (ImportError, AttributeError, AssertionError, ValueError, TypeError) as err:

@@ -22,8 +22,8 @@ from torch import Tensor, nn
 from analog.channels import dead_channels
 from analog.coverage import coverage, warn_if_partial
 from analog.fast import FastAnalogModel, fast_unsupported
-from analog.input_ranges import has_learned_input_ranges
 from analog.hw import HardwareModel, get_hw
+from analog.input_ranges import has_learned_input_ranges
 from analog.times import format_time, parse_times
 from hwnas.common.errors import ConfigError, Problem
 

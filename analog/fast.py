@@ -197,6 +197,7 @@ class FastLayer(nn.Module):
         self.channel_tiles = [(a // per_patch, b // per_patch)
                               for a, b in zip(bounds, bounds[1:], strict=False)]
         self.aligned = all(b % per_patch == 0 for b in bounds)
+        self.learned = learned_input_ranges(layer) is not None
         self.ranges = self._initial_ranges(layer, rpu)
         self.range_updates = [0] * len(self.in_sizes)
 
@@ -207,10 +208,7 @@ class FastLayer(nn.Module):
         learned = learned_input_ranges(layer)
         if learned is None:
             return [float(rpu.pre_post.input_range.init_value)] * len(self.in_sizes)
-        self.learned = True
         return [float(learned[min(i, len(learned) - 1)]) for i in range(len(self.in_sizes))]
-
-    learned = False
 
     def _update_range(self, row: int, values: Tensor) -> None:
         """aihwkit's ``apply_input_range(update_from_data=True)`` for one tile row."""

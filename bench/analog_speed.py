@@ -23,8 +23,8 @@ import torch
 
 import analog
 from hwnas.common.provenance import provenance
-from search_spaces import get_space
 from hwnas.train.data import load_data
+from search_spaces import get_space
 
 
 def timed(fn: Callable[[], object], repeats: int) -> list[float]:

@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from analog.coverage import digital_layers, is_mappable
-from hwnas.common.errors import ConfigError
 from hw_cost.static import count_flops
+from hwnas.common.errors import ConfigError
 
 
 @dataclass(frozen=True)

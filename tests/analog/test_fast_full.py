@@ -28,9 +28,9 @@ def _times(name: str) -> tuple[float, ...]:
 
 
 def _converted(model, rpu, calib):
-    from aihwkit.nn.conversion import convert_to_analog
-
     import copy
+
+    from aihwkit.nn.conversion import convert_to_analog
 
     ref = convert_to_analog(copy.deepcopy(model).eval(), rpu, inplace=True)
     if rpu.pre_post.input_range.enable:

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 from torch import nn
 
-from hwnas.common.errors import ConfigError
 from hw_cost.analog_cost import AnalogFigures, analog_cost, is_analog_mappable
+from hwnas.common.errors import ConfigError
 
 
 def _model() -> nn.Module:
