@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from analog.coverage import digital_layers, is_mappable
+from analog.fast import split_sizes
 from hw_cost.static import count_flops
 from hwnas.common.errors import ConfigError
 
@@ -138,35 +139,33 @@ def _matrix_shape(module: nn.Module) -> tuple[int, int]:
     return module.in_channels * math.prod(module.kernel_size), module.out_channels
 
 
-def _mvm_counts(model: nn.Module, x: torch.Tensor) -> dict[str, int]:
-    """Input vectors each mappable layer sees in one forward (output positions or tokens)."""
+def _forward_counts(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, int], int]:
+    """One forward pass: input vectors of each mappable layer (output positions or tokens),
+    and the 8-bit input activations read by all compute layers."""
     counts: dict[str, int] = {}
+    acts = 0
 
-    def hook(name: str):
+    def hook(name: str, mappable: bool):
         def record(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
-            outputs = module.out_features if isinstance(module, nn.Linear) else module.out_channels
-            counts[name] = counts.get(name, 0) + out.numel() // outputs
+            nonlocal acts
+            acts += args[0].numel()
+            if mappable:
+                outputs = module.out_features if isinstance(module, nn.Linear) \
+                    else module.out_channels
+                counts[name] = counts.get(name, 0) + out.numel() // outputs
 
         return record
 
-    handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules()
-               if is_analog_mappable(m)]
+    handles = [m.register_forward_hook(hook(n, is_analog_mappable(m)))
+               for n, m in model.named_modules()
+               if isinstance(m, nn.Linear | nn.modules.conv._ConvNd)]
     try:
         with torch.inference_mode():
             model(x)
     finally:
         for h in handles:
             h.remove()
-    return counts
-
-
-def _split(size: int, max_size: int) -> list[int]:
-    """aihwkit's balanced tile split (``TileModuleArray.get_split_sizes``)."""
-    if max_size <= 0:
-        return [size]
-    n = (size + max_size - 1) // max_size
-    base, extra = divmod(size, n)
-    return [base + (i < extra) for i in range(n)]
+    return counts, acts
 
 
 def _layer_costs(model: nn.Module, counts: dict[str, int], fig: AnalogFigures) -> list[dict]:
@@ -174,7 +173,8 @@ def _layer_costs(model: nn.Module, counts: dict[str, int], fig: AnalogFigures) -
     layers = []
     for name, mvms in counts.items():
         rows, cols = _matrix_shape(modules[name])
-        shapes = [(r, c) for r in _split(rows, fig.tile_rows) for c in _split(cols, fig.tile_cols)]
+        shapes = [(r, c) for r in split_sizes(rows, fig.tile_rows)
+                  for c in split_sizes(cols, fig.tile_cols)]
         # a tile larger than a core spans several cores
         cores = sum(math.ceil(r / fig.core_rows) * math.ceil(c / fig.core_cols) for r, c in shapes)
         layers.append({"name": name, "rows": rows, "cols": cols, "tiles": len(shapes),
@@ -213,7 +213,8 @@ def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int 
     model = copy.deepcopy(model).eval().float()
     x = torch.randn(1, *input_shape)
     keep = set(digital_layers(model, digital)) if digital else set()
-    counts = {k: v for k, v in _mvm_counts(model, x).items() if k not in keep}
+    all_counts, acts = _forward_counts(model, x)
+    counts = {k: v for k, v in all_counts.items() if k not in keep}
     layers = _layer_costs(model, counts, fig)
     if total_macs is None:
         total_macs = count_flops(model, x)[0] // 2
@@ -221,7 +222,6 @@ def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int 
     digital_macs = max(total_macs - analog_macs, 0)
     total_weights = sum(p.numel() for p in model.parameters())
     analog_weights = sum(layer["weights"] for layer in layers)
-    acts = _activation_bytes(model, x)
     analog_nj = sum(layer["energy_nj"] for layer in layers)
     # the digital part of a mixed model reads its own weights; activations are read once
     digital_nj = _digital_nj(digital_macs, total_weights - analog_weights, acts, fig)
@@ -260,22 +260,3 @@ def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int 
     if per_layer:
         out["layers"] = layers
     return out
-
-
-def _activation_bytes(model: nn.Module, x: torch.Tensor) -> int:
-    """8-bit input activations read by every compute layer in one forward pass."""
-    total = 0
-
-    def record(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
-        nonlocal total
-        total += args[0].numel()
-
-    handles = [m.register_forward_hook(record) for m in model.modules()
-               if isinstance(m, nn.Linear | nn.modules.conv._ConvNd)]
-    try:
-        with torch.inference_mode():
-            model(x)
-    finally:
-        for h in handles:
-            h.remove()
-    return total

@@ -14,7 +14,6 @@ import torch
 from torch import nn
 
 import analog
-from analog.drift import accuracy, seed_for
 from analog.fast import FastAnalogModel, fast_unsupported
 from analog.input_ranges import calibrate_input_ranges, learned_input_ranges, store_input_ranges
 
@@ -106,36 +105,18 @@ def test_read_noise_spread_matches_aihwkit(noise_type):
     torch.testing.assert_close(fast(x).mean(0, keepdim=True), clean, atol=0.05, rtol=0.0)
 
 
-def _accs(model, x, y, seed: int, repeats: int, times) -> list[list[float]]:
-    out = [[0.0] * repeats for _ in times]
-    for r in range(repeats):
-        torch.manual_seed(seed_for(seed, r))
-        if isinstance(model, FastAnalogModel):
-            model.manual_seed(seed_for(seed, r))
-        model.program_analog_weights()
-        for i, t in enumerate(times):
-            model.drift_analog_weights(t)
-            out[i][r] = accuracy(model, x, y)
-    return out
-
-
-def _mean_sd(v: list[float]) -> tuple[float, float]:
-    m = sum(v) / len(v)
-    return m, math.sqrt(sum((a - m) ** 2 for a in v) / (len(v) - 1))
-
-
 @pytest.mark.parametrize("name", ["pcm_hwa", "reram_cmo", "reram_wan2022", "pcm_hermes",
                                   "pcm_custom_drift"])
-def test_accuracy_distribution_matches_aihwkit(name, trained_cnn, digits):
+def test_accuracy_distribution_matches_aihwkit(name, trained_cnn, digits, repeat_accs, stats):
     """Full noise model, 5 repeats per path at every drift time the model defines; means
     within 3 standard errors (+1.5 pt), different seeds on the two paths."""
     x, y, repeats, times = digits.x_test, digits.y_test, 5, _times(name)
     rpu = analog.get_hw(name).rpu_config()
     calib = digits.x_train[:256]
-    ref_accs = _accs(_converted(trained_cnn, rpu, calib), x, y, 0, repeats, times)
-    fast_accs = _accs(FastAnalogModel(trained_cnn, rpu, calib=calib), x, y, 1, repeats, times)
+    ref_accs = repeat_accs(_converted(trained_cnn, rpu, calib), x, y, 0, repeats, times)
+    fast_accs = repeat_accs(FastAnalogModel(trained_cnn, rpu, calib=calib), x, y, 1, repeats, times)
     for i, t in enumerate(times):
-        (m_r, s_r), (m_f, s_f) = _mean_sd(ref_accs[i]), _mean_sd(fast_accs[i])
+        (m_r, s_r), (m_f, s_f) = stats(ref_accs[i]), stats(fast_accs[i])
         se = math.sqrt(s_r**2 / repeats + s_f**2 / repeats)
         assert abs(m_r - m_f) <= 3 * se + 0.015, (name, t, ref_accs[i], fast_accs[i])
 
