@@ -114,7 +114,8 @@ def plot(points: list[SweepPoint], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     params = list(dict.fromkeys(p.param for p in points))
-    fig, axes = plt.subplots(1, len(params), figsize=(max(7.5, 4.8 * len(params)), 4.4), squeeze=False)
+    width = max(7.5, 4.8 * len(params))
+    fig, axes = plt.subplots(1, len(params), figsize=(width, 4.4), squeeze=False)
     for ax, param in zip(axes[0], params, strict=True):
         mine = [p for p in points if p.param == param]
         values = list(dict.fromkeys(p.value for p in mine))
