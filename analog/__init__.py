@@ -9,11 +9,13 @@ channels died in training); coverage of a model on analog tiles: ``coverage``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from torch import Tensor, nn
 
-from analog import aimc as _aimc  # noqa: F401  (registers pcm, pcm_ideal, pcm_hwa)
+from analog import aimc as _aimc  # noqa: F401  (registers pcm, pcm_ideal, pcm_hwa, ...)
+from analog import devices as _devices  # noqa: F401  (registers reram_cmo, reram_wan2022, ...)
 from analog import quant as _quant  # noqa: F401  (registers fq8, fq4, w4a8, int8)
 from analog.channels import dead_channels, freeze_dead_channels
 from analog.coverage import Coverage, CoverageWarning, coverage
@@ -28,16 +30,26 @@ from analog.drift import (
 from analog.hw import HW, HardwareModel, get_hw, list_hw
 from analog.hwa import HwaOptions, hwa_fit
 from analog.times import format_time, parse_time, parse_times
+from hwnas.common.errors import ConfigError
 
 
-def apply(model: nn.Module, hw: str, *, calib: Tensor | None = None, **overrides: Any) -> nn.Module:
+def apply(model: nn.Module, hw: str | HardwareModel, *, calib: Tensor | None = None,
+          digital: Sequence[str] = (), **overrides: Any) -> nn.Module:
     """A copy of ``model`` computing on hardware ``hw`` (``list_hw()``; also fqN / wXaY).
 
     Quantized models and presets with learned input ranges need ``calib`` (training images).
+    ``digital``: shell patterns over module names of layers to keep digital on analog hardware
+    (e.g. ``["stem.*", "head.*"]``); each must match a mappable layer.
     ``overrides`` adjust the preset, e.g. ``dac_bits``, ``adc_bits``, ``out_noise``,
     ``tile_size``, ``compensation`` for analog models (``analog.aimc.AnalogOptions``).
     """
-    return get_hw(hw).apply(model, calib=calib, **overrides)
+    hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
+    if digital and hw_model.kind != "analog":
+        raise ConfigError.one("digital layers", "apply only to analog hardware models",
+                              list(digital), f"drop digital= for {hw_model.name}")
+    if digital:
+        return hw_model.apply(model, calib=calib, digital=digital, **overrides)
+    return hw_model.apply(model, calib=calib, **overrides)
 
 
 __all__ = [

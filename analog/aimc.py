@@ -1,28 +1,44 @@
 """Analog in-memory computing hardware models on aihwkit tiles (PCM noise, drift, compensation).
 
-``pcm``: aihwkit's ``InferenceRPUConfig`` as shipped (7-bit DAC, 9-bit ADC with bound 12,
-output noise 0.06, abs-max noise management, iterative bound management, 512x512 tiles),
-``PCMLikeNoiseModel`` (programming noise, drift, 1/f read noise; g_max 25 uS) and
-``GlobalDriftCompensation``; each output row's largest weight is mapped to g_max
-(``weight_scaling_omega=1`` column-wise, restored by a digital scale, as in Rasch et al. 2023).
-``pcm_hwa``: aihwkit's ``StandardHWATrainingPreset`` (Rasch et al. 2023: 8-bit I/O, PCM read
-noise in every MVM, IR drop, learned input ranges). ``pcm_ideal``: perfect I/O and no device
-noise (equals digital; a check of the plumbing).
+Each entry names one aihwkit configuration exactly (``hwnas analog list`` prints it, and every
+``DriftResult.hw_config`` records it):
+
+* ``pcm``: aihwkit's ``InferenceRPUConfig`` defaults (7-bit DAC, 9-bit ADC with bound 12, output
+  noise 0.06, abs-max noise management, iterative bound management, 512x512 tiles,
+  ``PCMLikeNoiseModel`` with g_max 25 uS, ``GlobalDriftCompensation``) **plus one change**:
+  column-wise weight scaling with omega 1 (``mapping.weight_scaling_omega=1``,
+  ``weight_scaling_columnwise=True``): each output row's largest weight maps to g_max and a
+  digital scale restores it (Rasch et al., Nat. Commun. 2023). This is neither aihwkit's default
+  nor one of its presets; the mapping alone moves accuracy by tens of points.
+* ``pcm_aihwkit_default``: ``InferenceRPUConfig()`` exactly as shipped (omega 0: the weights are
+  not rescaled, so small weights use a small part of the conductance range).
+* ``pcm_preset_io``: ``InferenceRPUConfig(forward=PresetIOParameters())``, aihwkit's documented
+  periphery preset (7-bit DAC, 9-bit ADC, output bound 20, output noise 0.1), default mapping.
+* ``pcm_hwa``: aihwkit's ``StandardHWATrainingPreset`` (Rasch et al. 2023: 8-bit I/O, PCM read
+  noise in every MVM, IR drop, learned input ranges and output scales, omega 1 column-wise).
+* ``pcm_ideal``: perfect I/O and no device noise (equals digital; a check of the plumbing).
+
+Further device models (ReRAM, HERMES PCM, custom drift) live in ``analog.devices``.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-import torch
 from torch import Tensor, nn
 
-from analog.adabs import batch_norms
-from analog.coverage import coverage, split_layers, warn_if_partial
+from analog.coverage import coverage, digital_layers, split_layers, warn_if_partial
 from analog.hw import HW, HardwareModel
+from analog.input_ranges import (
+    calibrate_input_ranges,
+    has_learned_input_ranges,
+    set_learned_input_ranges,
+)
+from analog.times import format_time
 from hwnas.common.errors import ConfigError, Problem
 
 
@@ -86,17 +102,35 @@ class AnalogOptions:
         return out
 
 
+def columnwise_omega1(rpu):
+    """``rpu`` with each output row's largest weight mapped to g_max (omega 1, column-wise)."""
+    rpu.mapping.weight_scaling_omega = 1.0
+    rpu.mapping.weight_scaling_columnwise = True
+    return rpu
+
+
 def _pcm_config():
     from aihwkit.inference.compensation.drift import GlobalDriftCompensation
     from aihwkit.inference.noise.pcm import PCMLikeNoiseModel
     from aihwkit.simulator.configs import InferenceRPUConfig
 
     rpu = InferenceRPUConfig()
-    rpu.noise_model = PCMLikeNoiseModel(g_max=25.0)
+    rpu.noise_model = PCMLikeNoiseModel(g_max=25.0)  # aihwkit's default, stated explicitly
     rpu.drift_compensation = GlobalDriftCompensation()
-    rpu.mapping.weight_scaling_omega = 1.0
-    rpu.mapping.weight_scaling_columnwise = True
-    return rpu
+    return columnwise_omega1(rpu)
+
+
+def _aihwkit_default_config():
+    from aihwkit.simulator.configs import InferenceRPUConfig
+
+    return InferenceRPUConfig()
+
+
+def _preset_io_config():
+    from aihwkit.simulator.configs import InferenceRPUConfig
+    from aihwkit.simulator.presets.utils import PresetIOParameters
+
+    return InferenceRPUConfig(forward=PresetIOParameters())
 
 
 def _pcm_ideal_config():
@@ -152,56 +186,110 @@ def build_rpu_config(base: Callable[[], Any], opts: AnalogOptions):
     return rpu
 
 
-@torch.no_grad()
-def calibrate_input_ranges(analog: nn.Module, calib: Tensor, batch_size: int = 128) -> None:
-    """aihwkit's own input-range initialisation (``init_from_data``) from calibration images.
+def _aihwkit_version() -> str:
+    from importlib.metadata import version
 
-    Presets with learned input ranges clip each tile's inputs; an untrained range (3.0) is
-    arbitrary, so a digitally trained model gets its ranges from data (train-mode forwards
-    without any weight update), as the first HWA-training batches would do.
-    """
-    analog.train()
-    # Only the tiles calibrate: batch norms stay in eval mode, so their running statistics
-    # (the digital model's, or AdaBS's) are used and left unchanged.
-    for norm in batch_norms(analog):
-        norm.eval()
-    for start in range(0, len(calib), batch_size):
-        analog(calib[start:start + batch_size])
-    analog.eval()
+    return version("aihwkit")
+
+
+def build_base(name: str, base: Callable[[], Any]):
+    """``base()``, with aihwkit's refusals (a missing class, a failed check) as a clear error."""
+    try:
+        return base()
+    except (ImportError, AttributeError, AssertionError, ValueError, TypeError) as err:
+        raise ConfigError.one(
+            f"hardware model {name}", f"aihwkit {_aihwkit_version()} cannot build its device "
+            "model", f"{type(err).__name__}: {err}",
+            "install the aihwkit version the model needs, change its parameters, or pick another "
+            "model (`hwnas analog list`)") from err
+
+
+def describe_rpu(rpu) -> dict[str, Any]:
+    """The facts of an aihwkit rpu config that decide analog accuracy, for provenance."""
+    fwd, mapping, noise = rpu.forward, rpu.mapping, rpu.noise_model
+    noise_keys = ("g_max", "g_min", "prog_noise_scale", "read_noise_scale", "drift_scale",
+                  "noise_scale", "t_0", "num_devices", "acceptance_range")
+    return {
+        "rpu_config": type(rpu).__name__,
+        "forward": type(fwd).__name__,
+        "noise_model": {"class": type(noise).__name__,
+                        **{k: getattr(noise, k) for k in noise_keys if hasattr(noise, k)}},
+        "drift_compensation": type(rpu.drift_compensation).__name__
+        if rpu.drift_compensation is not None else None,
+        "weight_scaling_omega": mapping.weight_scaling_omega,
+        "weight_scaling_columnwise": mapping.weight_scaling_columnwise,
+        "learn_out_scaling": mapping.learn_out_scaling,
+        "tile_rows": mapping.max_input_size, "tile_cols": mapping.max_output_size,
+        "inp_res": fwd.inp_res, "out_res": fwd.out_res, "out_bound": fwd.out_bound,
+        "out_noise": fwd.out_noise, "w_noise": fwd.w_noise, "w_noise_type": fwd.w_noise_type.name,
+        "ir_drop": fwd.ir_drop, "noise_management": fwd.noise_management.name,
+        "bound_management": fwd.bound_management.name, "is_perfect": fwd.is_perfect,
+        "input_range": bool(rpu.pre_post.input_range.enable),
+    }
 
 
 @dataclass(frozen=True)
 class AnalogHW(HardwareModel):
-    """A hardware model on aihwkit tiles; ``apply`` converts with ``convert_to_analog``."""
+    """A hardware model on aihwkit tiles; ``apply`` converts with ``convert_to_analog``.
+
+    ``times``: the only drift times (s) the device model defines, or None for any time.
+    """
 
     base: Callable[[], Any] = _pcm_config
+    times: tuple[float, ...] | None = None
     kind: ClassVar[str] = "analog"
 
     def rpu_config(self, **overrides: Any):
-        return build_rpu_config(self.base, AnalogOptions.parse(f"{self.name} options", overrides))
+        opts = AnalogOptions.parse(f"{self.name} options", overrides)
+        return build_rpu_config(lambda: build_base(self.name, self.base), opts)
+
+    def describe(self, **overrides: Any) -> dict[str, Any]:
+        """``describe_rpu`` of this model's rpu config with ``overrides`` applied."""
+        return {"name": self.name, "description": self.description,
+                **describe_rpu(self.rpu_config(**overrides))}
+
+    def time_problems(self, seconds: list[float]) -> list[Problem]:
+        if self.times is None:
+            return []
+        bad = [t for t in seconds if not any(math.isclose(t, ok) for ok in self.times)]
+        if not bad:
+            return []
+        return [Problem(f"{self.name} drift times", "the device model is defined only at "
+                        f"{[format_time(t) for t in self.times]}", [format_time(t) for t in bad],
+                        "evaluate at those times, or pick a model with a drift law "
+                        "(`hwnas analog list`)")]
 
     def apply(self, model: nn.Module, *, calib: Tensor | None = None,
-              **overrides: Any) -> nn.Module:
+              digital: Sequence[str] = (), **overrides: Any) -> nn.Module:
         from aihwkit.nn.conversion import convert_to_analog
 
         rpu = self.rpu_config(**overrides)
-        _, digital = split_layers(model)
-        if digital:
+        keep = digital_layers(model, digital)
+        _, unmappable = split_layers(model)
+        if unmappable:
             warn_if_partial(coverage(model, calib), model, self.name)
-        analog = convert_to_analog(copy.deepcopy(model).eval(), rpu, exclude_modules=digital,
-                                   inplace=True)
+        analog = convert_to_analog(copy.deepcopy(model).eval(), rpu,
+                                   exclude_modules=unmappable + keep, inplace=True)
         if rpu.pre_post.input_range.enable:
-            if calib is None:
+            if not set_learned_input_ranges(model, analog) and calib is None:
                 raise ConfigError.one(
                     f"{self.name} calibration", "learned input ranges need calibration images",
                     None, "pass calib=<training images, e.g. data.x_train[:512]>")
-            calibrate_input_ranges(analog, calib)
+            if calib is not None and not has_learned_input_ranges(model):
+                calibrate_input_ranges(analog, calib)
         return analog.eval()
 
 
 HW.register("pcm")(AnalogHW(
-    "pcm", "PCM on aihwkit InferenceRPUConfig: 7-bit DAC, 9-bit ADC, output noise, "
-           "PCMLikeNoiseModel, global drift compensation", base=_pcm_config))
+    "pcm", "aihwkit InferenceRPUConfig defaults (7-bit DAC, 9-bit ADC, output noise 0.06, "
+           "PCMLikeNoiseModel g_max 25 uS, global drift compensation) + column-wise weight "
+           "scaling omega 1", base=_pcm_config))
+HW.register("pcm_aihwkit_default")(AnalogHW(
+    "pcm_aihwkit_default", "aihwkit InferenceRPUConfig() exactly as shipped (weight scaling "
+                           "omega 0: no rescaling)", base=_aihwkit_default_config))
+HW.register("pcm_preset_io")(AnalogHW(
+    "pcm_preset_io", "aihwkit InferenceRPUConfig(forward=PresetIOParameters()): output bound "
+                     "20, output noise 0.1, default mapping (omega 0)", base=_preset_io_config))
 HW.register("pcm_ideal")(AnalogHW(
     "pcm_ideal", "aihwkit tiles without any noise or quantization (equals digital)",
     base=_pcm_ideal_config))

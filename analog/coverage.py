@@ -1,18 +1,27 @@
 """Which layers aihwkit can put on analog tiles, and the share of the work they carry.
 
-aihwkit converts modules whose class is exactly ``nn.Linear`` or ``nn.Conv1d/2d/3d`` and
-raises ``Only one group is supported`` on grouped/depthwise convs. Everything else (grouped
-convs, subclasses such as timm's ``Conv2dSame`` or attention's out-projection, attention
-matmuls, norms) stays digital, so every analog result carries its coverage.
+aihwkit converts modules whose class is exactly ``nn.Linear`` or ``nn.Conv1d/2d/3d``
+(``convert_to_analog`` looks the class up in its conversion map) and raises ``Only one group is
+supported`` on grouped/depthwise convs. Everything else (grouped convs, subclasses such as
+timm's ``Conv2dSame`` or attention's out-projection, attention matmuls, norms) stays digital, so
+every analog result carries its coverage. ``is_mappable`` is that one test, shared by the
+conversion, the fast path and the cost model (``hw_cost.analog_cost``).
+
+Layer-wise mapping: ``digital`` patterns (shell patterns over module names, e.g. ``stem.*``,
+``head.fc``) keep further mappable layers digital; ``digital_layers`` resolves them.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import warnings
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
 from torch import Tensor, nn
+
+from hwnas.common.errors import ConfigError, Problem
 
 MAPPABLE = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
 
@@ -51,13 +60,36 @@ def is_compute_layer(module: nn.Module) -> bool:
     return isinstance(module, nn.Linear | nn.modules.conv._ConvNd)
 
 
-def split_layers(model: nn.Module) -> tuple[list[str], list[str]]:
-    """Names of (analog-mappable, digital-only) compute layers, in module order."""
-    analog, digital = [], []
+def split_layers(model: nn.Module, digital: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """Names of (analog, digital) compute layers, in module order: unmappable layers and those
+    matching a ``digital`` pattern are digital."""
+    keep = set(digital_layers(model, digital)) if digital else set()
+    analog, rest = [], []
     for name, module in model.named_modules():
         if is_compute_layer(module):
-            (analog if is_mappable(module) else digital).append(name)
-    return analog, digital
+            (analog if is_mappable(module) and name not in keep else rest).append(name)
+    return analog, rest
+
+
+def mappable_layers(model: nn.Module) -> list[str]:
+    return [name for name, module in model.named_modules() if is_mappable(module)]
+
+
+def digital_layers(model: nn.Module, patterns: Sequence[str]) -> list[str]:
+    """Mappable layers that ``patterns`` (shell patterns over module names) keep digital.
+
+    A pattern that matches no mappable layer is an error: a typo would silently map everything.
+    """
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    names = mappable_layers(model)
+    problems = [Problem("digital layers", "each pattern must match at least one analog-mappable "
+                        "layer", pat, f"use shell patterns over module names, e.g. one of "
+                        f"{names[:4] + ['...'] if len(names) > 4 else names}")
+                for pat in patterns if not fnmatch.filter(names, pat)]
+    if problems:
+        raise ConfigError(problems)
+    return [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
 
 
 def _layer_macs(module: nn.Module, inp: Tensor, out: Tensor) -> int:
@@ -91,10 +123,10 @@ def _count_macs(model: nn.Module, example: Tensor) -> tuple[dict[str, int], int]
     return per_layer, max(counter.get_total_flops() // 2, sum(per_layer.values()), 1)
 
 
-def coverage(model: nn.Module, example: Tensor | None) -> Coverage:
-    """Coverage of the digital ``model``; MACs need one input ``example`` (batch of 1 is enough),
-    without it ``mac_fraction`` is NaN."""
-    analog, digital = split_layers(model)
+def coverage(model: nn.Module, example: Tensor | None, digital: Sequence[str] = ()) -> Coverage:
+    """Coverage of the digital ``model`` with the layers matching ``digital`` kept digital;
+    MACs need one input ``example`` (batch of 1 is enough), without it ``mac_fraction`` is NaN."""
+    analog, digital = split_layers(model, digital)
     modules = dict(model.named_modules())
     analog_weights = sum(modules[n].weight.numel() for n in analog)
     total_weights = max(sum(p.numel() for p in model.parameters()), 1)

@@ -15,7 +15,7 @@ import math
 import statistics
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from analog.channels import dead_channels
 from analog.coverage import coverage, warn_if_partial
 from analog.fast import FastAnalogModel, fast_unsupported
 from analog.hw import HardwareModel, get_hw
+from analog.input_ranges import has_learned_input_ranges
 from analog.precision import PrecisionTarget, images_for, more_repeats, standard_error
 from analog.times import format_time, parse_times
 from hwnas.common.errors import ConfigError, Problem
@@ -101,6 +102,9 @@ class DriftResult:
     adabs: int = 0
     images: int = 0
     target_se: float | None = None
+    hw_config: dict[str, Any] = field(default_factory=dict)
+    """The hardware model exactly (``AnalogHW.describe``: rpu config, noise model, mapping,
+    periphery) and the layers kept digital (``digital``)."""
 
     @property
     def times(self) -> list[float]:
@@ -211,13 +215,12 @@ def _deterministic(model, x, y, hw, times, calib, batch_size, device, options) -
     applied = applied.to(device)
     acc = accuracy(applied, x, y, batch_size=batch_size, device=device)
     points = [_point(t, [acc], len(x)) for t in times]
-    result = DriftResult(hw.name, hw.kind, points, {"weight_fraction": 0.0, "mac_fraction": 0.0},
-                         1, 0, False, time.perf_counter() - start, dict(options))
-    result.images = len(x)
-    return result
+    return DriftResult(hw.name, hw.kind, points, {"weight_fraction": 0.0, "mac_fraction": 0.0},
+                       1, 0, False, time.perf_counter() - start, dict(options), images=len(x))
 
 
-def _analog_model(model, hw, x, calib, fast, device, options, notes) -> tuple[nn.Module, str]:
+def _analog_model(model, hw, x, calib, fast, device, options, notes,
+                  digital=()) -> tuple[nn.Module, str]:
     if is_aihwkit_model(model):
         if model.training:
             warnings.warn("analog.evaluate got an aihwkit model in train mode; switching it to "
@@ -227,15 +230,18 @@ def _analog_model(model, hw, x, calib, fast, device, options, notes) -> tuple[nn
     rpu = hw.rpu_config(**options)
     _warn_dead(model, hw, notes)
     reasons = fast_unsupported(model, rpu)
+    calib = _calib(hw, x, calib, rpu.pre_post.input_range.enable
+                   and not has_learned_input_ranges(model))
     if fast and not reasons:
         warn_if_partial(coverage(model, x[:1]), model, hw.name)
-        return FastAnalogModel(model, rpu, device=device).eval(), "fast"
+        return FastAnalogModel(model, rpu, device=device, calib=calib,
+                               digital=digital).eval(), "fast"
     if fast:
         note = f"{hw.name}: fast path cannot emulate {', '.join(reasons)}; using aihwkit tiles"
         warnings.warn(note, FastPathWarning, stacklevel=3)
         notes.append(note)
-    calib = _calib(hw, x, calib, rpu.pre_post.input_range.enable)
-    return hw.apply(model, calib=calib, **options).to(device), "aihwkit"
+    extra = {"digital": digital} if digital else {}
+    return hw.apply(model, calib=calib, **extra, **options).to(device), "aihwkit"
 
 
 def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
@@ -245,6 +251,7 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
              options: dict[str, Any] | None = None, adabs: int = 0,
              adabs_images: Tensor | None = None, target_se: float | None = None,
              max_repeats: int | None = None, max_images: int | None = None,
+             digital: Sequence[str] = (),
              progress: Callable[[str], None] | None = None) -> DriftResult:
     """Accuracy of the digital ``model`` on (x, y) under hardware model ``hw``.
 
@@ -263,6 +270,8 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
     Repeat ``r`` draws programming and drift noise from stream ``program`` and periphery noise
     from stream ``periphery`` of ``seed`` (``hwnas.common.seeds``), re-seeded at every drift time
     and phase, so a repeat's numbers do not depend on how many images were scored before.
+    ``digital``: shell patterns of layers kept digital (layer-wise mapping, analog only).
+    ``progress``: called with one line after each repeat (e.g. ``print``).
     The caller's ``model`` is never modified, except an aihwkit model passed in directly.
     """
     hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
@@ -277,18 +286,23 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
         return _deterministic(model, x[:n], y[:n], hw_model, seconds, calib, batch_size, device,
                               options)
     options.setdefault("compensation", compensation)
+    digital = list(digital)
+    if problems := hw_model.time_problems(seconds):
+        raise ConfigError(problems)
     start, notes = time.perf_counter(), []
     cov = None
     if is_aihwkit_model(model):
         notes.append("coverage unknown: the model was converted before; pass the digital model")
     else:
-        cov = coverage(model, x[:1])
+        cov = coverage(model, x[:1], digital)
+    hw_config = {**hw_model.describe(**options), "digital": digital}
     if adabs and not warn_without_bn(model, hw_model.name, notes):
         adabs = 0
     n_img = len(x)
     if target.target_se is not None or max_images is not None:
         n_img = images_for(_rough_accuracy(model, x, y, batch_size, device), target, len(x))
-    analog, path = _analog_model(model, hw_model, x, calib, fast, device, options, notes)
+    analog, path = _analog_model(model, hw_model, x, calib, fast, device, options, notes,
+                                 digital)
     run = _Repeats(analog, path, x[:n_img], y[:n_img], seconds, seed,
                    adabs_images[:adabs] if adabs else None, batch_size, device)
     accs: list[list[float]] = [[] for _ in seconds]
@@ -298,14 +312,16 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
             for i, acc in enumerate(run.repeat(r)):
                 accs[i].append(acc)
             if progress is not None:
-                progress(f"{hw_model.name}: programming {r + 1} done")
+                progress(f"{hw_model.name} programming {r + 1}: " + ", ".join(
+                    f"{format_time(t)} {100 * a[r]:.1f}%" for t, a in zip(seconds, accs,
+                                                                        strict=True))
+                    + f" [{path}, {time.perf_counter() - start:.0f} s]")
         add = more_repeats(accs, n_img, target)
     points = [_point(t, a, n_img) for t, a in zip(seconds, accs, strict=True)]
-    result = DriftResult(hw_model.name, path, points, cov.as_dict() if cov else {},
-                         len(accs[0]), seed, bool(options["compensation"]),
-                         time.perf_counter() - start, options, notes)
-    result.adabs, result.images, result.target_se = adabs, n_img, target.target_se
-    return result
+    return DriftResult(hw_model.name, path, points, cov.as_dict() if cov else {},
+                       len(accs[0]), seed, bool(options["compensation"]),
+                       time.perf_counter() - start, options, notes, adabs=adabs, images=n_img,
+                       target_se=target.target_se, hw_config=hw_config)
 
 
 def _rough_accuracy(model: nn.Module, x: Tensor, y: Tensor, batch_size: int, device: str) -> float:

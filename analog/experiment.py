@@ -12,9 +12,11 @@ from typing import Any
 from torch import nn
 
 from analog.adabs import training_images
+from analog.aimc import AnalogOptions
 from analog.drift import DriftResult, evaluate
 from analog.hw import get_hw
 from analog.hwa import HwaOptions, hwa_fit
+from analog.sweep import SweepPoint, run_sweeps
 from analog.times import parse_times
 from hwnas.common.errors import ConfigError, Problem
 
@@ -51,6 +53,12 @@ class ExperimentConfig:
     """Training images used to calibrate quantizers and input ranges."""
     batch_size: int = 500
     device: str = "cpu"
+    digital: tuple[str, ...] = ()
+    """Shell patterns of layers kept digital on the analog hardware (layer-wise mapping)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Fixed hardware-model parameters (``AnalogOptions``), e.g. ``{"adc_bits": 8}``."""
+    sweeps: dict[str, list[Any]] = field(default_factory=dict)
+    """One-at-a-time parameter sweeps (``analog.sweep``), e.g. ``{"adc_bits": [6, 7, 8]}``."""
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -69,6 +77,10 @@ class ExperimentConfig:
         if not isinstance(self.repeats, int) or self.repeats < 1:
             problems.append(Problem("repeats", "must be an integer >= 1", self.repeats,
                                     "use >= 10 for figures"))
+        try:
+            AnalogOptions.parse("options", dict(self.options))
+        except ConfigError as err:
+            problems += err.problems
         if not self.hwa_epochs >= 0:
             problems.append(Problem("hwa_epochs", "must be >= 0", self.hwa_epochs,
                                     "use 0 to skip HWA training"))
@@ -90,12 +102,14 @@ class ExperimentResult:
     references: dict[str, DriftResult]
     hwa_fit: dict[str, Any] | None
     seconds: float
+    sweep: list[SweepPoint] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"config": asdict(self.config), "seconds": self.seconds, "hwa_fit": self.hwa_fit,
                 "references": {k: v.as_dict() for k, v in self.references.items()},
                 "curves": [{"label": c.label, "hwa": c.hwa, **c.result.as_dict()}
-                           for c in self.curves]}
+                           for c in self.curves],
+                "sweep": [{**asdict(p), "acc_se": p.acc_se} for p in self.sweep]}
 
 
 def _curves(model: nn.Module, data, cfg: ExperimentConfig, *, hwa: bool,
@@ -103,19 +117,28 @@ def _curves(model: nn.Module, data, cfg: ExperimentConfig, *, hwa: bool,
     settings = [cfg.compensation] + ([not cfg.compensation] if cfg.compare_compensation else [])
     ada = [cfg.adabs] + ([0] if cfg.compare_adabs and cfg.adabs else [])
     out = []
+    ada = [cfg.adabs] + ([0] if cfg.compare_adabs and cfg.adabs else [])
     for comp, n_ada in ((c, a) for a in ada for c in settings):
         label = (cfg.hw + (" + HWA" if hwa else "") + (" + AdaBS" if n_ada else "")
                  + ("" if comp else " (no compensation)"))
-        result = evaluate(model, data.x_test, data.y_test, cfg.hw, times=cfg.times,
-                          repeats=cfg.repeats, seed=cfg.seed, compensation=comp, fast=cfg.fast,
-                          calib=data.x_train[:cfg.calib_size], batch_size=cfg.batch_size,
-                          device=cfg.device, adabs=n_ada,
-                          adabs_images=training_images(data.x_train, n_ada, cfg.seed))
+        log(f"{label}: {cfg.repeats} programmings x {len(cfg.times)} drift times on "
+            f"{len(data.y_test)} test images ...")
+        result = _evaluate(model, data, cfg, {"compensation": comp}, log, adabs=n_ada)
         log(f"{label:<34} " + "  ".join(f"{p.label}: {100 * p.acc_mean:.2f}+-"
                                         f"{100 * p.acc_std:.2f}" for p in result.points)
             + f"  [{result.path}, {result.seconds:.1f} s]")
         out.append(Curve(label, hwa, result))
     return out
+
+
+def _evaluate(model: nn.Module, data, cfg: ExperimentConfig, options: dict[str, Any],
+              log: Callable[[str], None], *, adabs: int = 0) -> DriftResult:
+    return evaluate(model, data.x_test, data.y_test, cfg.hw, times=cfg.times,
+                    repeats=cfg.repeats, seed=cfg.seed, fast=cfg.fast,
+                    calib=data.x_train[:cfg.calib_size], batch_size=cfg.batch_size,
+                    device=cfg.device, options={**cfg.options, **options},
+                    digital=cfg.digital, progress=lambda line: log(f"  {line}"), adabs=adabs,
+                    adabs_images=training_images(data.x_train, adabs, cfg.seed))
 
 
 def _hwa_model(model: nn.Module, data, cfg: ExperimentConfig, fit_cfg):
@@ -152,4 +175,6 @@ def run_experiment(model: nn.Module, data, cfg: ExperimentConfig, *, fit_cfg=Non
         log(f"HWA fine-tuning: {cfg.hwa_epochs:g} epochs, val acc "
             f"{100 * hwa_info['val_acc']:.2f}, {hwa_info['seconds']:.1f} s")
         curves += _curves(tuned, data, cfg, hwa=True, log=log)
-    return ExperimentResult(cfg, curves, refs, hwa_info, time.perf_counter() - start)
+    sweep = run_sweeps(lambda opts: _evaluate(
+        model, data, cfg, {"compensation": cfg.compensation, **opts}, log), cfg.sweeps, log=log)
+    return ExperimentResult(cfg, curves, refs, hwa_info, time.perf_counter() - start, sweep)

@@ -11,8 +11,14 @@ aihwkit's own code:
   in the same order, so with the same torch seed the device weights are aihwkit's, bit for bit;
 * drift compensation reads each tile out with one-hot inputs through the emulated periphery
   and uses the compensation object's own ``readout``/``apply``;
-* the periphery (``analog.periphery.IOModel``) is RPUCuda's per-vector forward, batched.
-  Its output noise comes from the model's own generator, as the C++ tile has its own RNG.
+* the periphery (``analog.periphery.IOModel``) is RPUCuda's per-vector forward, batched,
+  IR drop and per-MVM weight read noise included. Its noise comes from the model's own
+  generator, as the C++ tile has its own RNG;
+* presets with input ranges (``pcm_hwa``) clip each tile's inputs to its range and scale the
+  output back, like aihwkit's ``pre_forward``/``post_forward``; ranges learned by HWA training
+  are taken from the digital layers (``analog.input_ranges``), others are set from calibration
+  images with aihwkit's ``init_from_data`` rule. Learned output scales start at 1 after
+  conversion (aihwkit's ``set_scales``), so they leave the mapping scale as it is.
 
 Conv inputs are never unfolded with im2col: patches are a strided view of the padded input,
 the abs-max of every patch is a max-pool of the channel-wise abs-max, and the only copy made is
@@ -28,7 +34,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from analog.coverage import is_mappable
+from analog.coverage import digital_layers, is_mappable
+from analog.input_ranges import learned_input_ranges
 from analog.periphery import IOModel, unsupported
 
 # Input-vector floats per chunk on CPU. 4 MiB measured 1.2x faster than 1 MiB and 16 MiB
@@ -190,16 +197,41 @@ class FastLayer(nn.Module):
         self.channel_tiles = [(a // per_patch, b // per_patch)
                               for a, b in zip(bounds, bounds[1:], strict=False)]
         self.aligned = all(b % per_patch == 0 for b in bounds)
+        self.learned = learned_input_ranges(layer) is not None
+        self.ranges = self._initial_ranges(layer, rpu)
+        self.range_updates = [0] * len(self.in_sizes)
+
+    def _initial_ranges(self, layer: nn.Module, rpu) -> list[float] | None:
+        """Per tile row: the learned range, else aihwkit's ``init_value`` (None: no ranges)."""
+        if not rpu.pre_post.input_range.enable:
+            return None
+        learned = learned_input_ranges(layer)
+        if learned is None:
+            return [float(rpu.pre_post.input_range.init_value)] * len(self.in_sizes)
+        return [float(learned[min(i, len(learned) - 1)]) for i in range(len(self.in_sizes))]
+
+    def _update_range(self, row: int, values: Tensor) -> None:
+        """aihwkit's ``apply_input_range(update_from_data=True)`` for one tile row."""
+        params = self.tiles[row][0].rpu.pre_post.input_range
+        k = self.range_updates[row]
+        if k >= params.init_from_data:
+            return
+        std = float(values.std())
+        if std > 0.0:
+            self.ranges[row] = abs((self.ranges[row] * k + params.init_std_alpha * std) / (k + 1))
+            self.range_updates[row] = k + 1
 
     def all_tiles(self) -> list[FastTile]:
         return [tile for row in self.tiles for tile in row]
 
     def _inputs(self, x: Tensor):
-        """Per tile row: (raw scale, DAC-unit builder, vector fetcher) for the chunk ``x``."""
+        """Per tile row: (raw scale, DAC-unit builder, vector fetcher, input values) for the
+        chunk ``x``."""
         if isinstance(self.layer, nn.Conv2d) and self.aligned:
             patches = _Patches(self.layer, x)
             return [(patches.scale(self.io, c0, c1),
-                     lambda f, c0=c0, c1=c1: patches.units(c0, c1, f), patches.vectors(c0, c1))
+                     lambda f, c0=c0, c1=c1: patches.units(c0, c1, f), patches.vectors(c0, c1),
+                     patches.view[:, c0:c1])
                     for c0, c1 in self.channel_tiles], (patches.ho, patches.wo)
         if isinstance(self.layer, nn.Conv2d):
             patches = _Patches(self.layer, x)
@@ -209,15 +241,24 @@ class FastLayer(nn.Module):
         out = []
         for part in cols.split(self.in_sizes, 1):
             out.append((self.io.nm_scale(part), lambda f, part=part: part * f,
-                        lambda i, p, part=part: part[i, :, p]))
+                        lambda i, p, part=part: part[i, :, p], part))
         return out, hw
 
     def _forward_chunk(self, x: Tensor, dest: Tensor | None) -> Tensor:
         gen, io = self._owner[0].generator, self.io
         inputs, hw = self._inputs(x)
-        for row, ((raw, build, fetch), tiles) in enumerate(zip(inputs, self.tiles, strict=True)):
+        for row, ((raw, build, fetch, values), tiles) in enumerate(
+                zip(inputs, self.tiles, strict=True)):
             s, nonpositive = io.finish_scale(raw)
-            units = build(1.0 / (s * io.i_unit))
+            if self.ranges is not None:
+                if self._owner[0].calibrating:
+                    self._update_range(row, values)
+                # clip to [-r, r] and divide by r before the noise management's own scale
+                bound = 1.0 / (s * io.i_unit)
+                s = s * self.ranges[row]
+                units = build(1.0 / (s * io.i_unit)).clamp_(min=-bound, max=bound)
+            else:
+                units = build(1.0 / (s * io.i_unit))
             start = 0
             for tile in tiles:
                 # rounding is idempotent, so tiles of one row may share the DAC buffer
@@ -276,25 +317,44 @@ class FastAnalogModel(nn.Module):
     ``drift_analog_weights(t)``; ``manual_seed(s)`` seeds the periphery (output noise) RNG.
     """
 
-    def __init__(self, model: nn.Module, rpu, *, device: str | torch.device | None = None):
+    def __init__(self, model: nn.Module, rpu, *, device: str | torch.device | None = None,
+                 calib: Tensor | None = None, digital: list[str] | tuple[str, ...] = ()):
         super().__init__()
         reasons = fast_unsupported(model, rpu)
         if reasons:
             raise ValueError(f"fast analog path cannot emulate: {', '.join(reasons)}")
+        keep = set(digital_layers(model, digital)) if digital else set()
         self.net = copy.deepcopy(model).eval()
         if device is not None:
             self.net.to(device)
         self.rpu = rpu
         self.io = IOModel.of(rpu.forward)
         self.generator = torch.Generator(device=next(self.net.parameters()).device)
-        self._replace(self.net)
+        self.calibrating = False
+        self._replace(self.net, keep, "")
+        if any(layer.ranges is not None and not layer.learned for layer in self.layers()):
+            if calib is None:
+                raise ValueError("input ranges need calibration images (calib=) or HWA training")
+            self.calibrate_input_ranges(calib.to(self.generator.device))
 
-    def _replace(self, parent: nn.Module) -> None:
+    def _replace(self, parent: nn.Module, keep: set[str], prefix: str) -> None:
         for name, child in parent.named_children():
-            if is_mappable(child):
+            full = f"{prefix}{name}"
+            if is_mappable(child) and full not in keep:
                 setattr(parent, name, FastLayer(child, self.rpu, self.io, self))
             else:
-                self._replace(child)
+                self._replace(child, keep, f"{full}.")
+
+    @torch.no_grad()
+    def calibrate_input_ranges(self, calib: Tensor, batch_size: int = 128) -> None:
+        """aihwkit's ``init_from_data`` on the unprogrammed tiles, batch norms in eval mode
+        (as ``analog.input_ranges.calibrate_input_ranges``)."""
+        self.calibrating = True
+        try:
+            for start in range(0, len(calib), batch_size):
+                self.net(calib[start:start + batch_size])
+        finally:
+            self.calibrating = False
 
     def layers(self) -> list[FastLayer]:
         return [m for m in self.net.modules() if isinstance(m, FastLayer)]

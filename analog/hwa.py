@@ -6,7 +6,8 @@ and outputs like the hardware's DAC/ADC, add output noise and clip the weights p
 after every step (Rasch et al. 2023). Quantized models train with PT2E QAT (fake-quant in the
 graph). Either way the trained weights are written back into the caller's digital model, so
 ``analog.evaluate(model, ..., hw)`` measures the drift behaviour on aihwkit's full PCM model
-(lightning has no drift model; the weights are what HWA training changes).
+(lightning has no drift model; the weights are what HWA training changes). For presets with
+input ranges (``pcm_hwa``) the learned ranges are kept too (``analog.input_ranges``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from torch import nn
 from analog.channels import freeze_dead_channels
 from analog.coverage import split_layers
 from analog.hw import HardwareModel, get_hw
+from analog.input_ranges import store_input_ranges
 from hwnas.common.errors import ConfigError, Problem
 
 
@@ -90,6 +92,18 @@ def _copy_back(trained: nn.Module, model: nn.Module) -> None:
     model.load_state_dict({k: source[k].detach().to(target[k].device) for k in target})
 
 
+def _keep_input_ranges(trained: nn.Module, model: nn.Module) -> None:
+    """Store the input ranges HWA learned on ``model``'s layers (``analog.input_ranges``), so
+    evaluation clips where training clipped instead of re-estimating ranges from data."""
+    from aihwkit_lightning.nn import AnalogLayerBase
+
+    layers = dict(model.named_modules())
+    for name, module in trained.named_modules():
+        ranges = getattr(module, "input_range", None)
+        if isinstance(module, AnalogLayerBase) and ranges is not None and name in layers:
+            store_input_ranges(layers[name], ranges)
+
+
 def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions):
     from aihwkit_lightning.nn import AnalogLayerBase
     from aihwkit_lightning.nn.conversion import convert_to_analog
@@ -114,6 +128,8 @@ def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions):
     cfg = replace(cfg or FitConfig(), channels_last=False)
     result = fit(analog, data, cfg, step_hook=clip if opts.clip_sigma is not None else None)
     _copy_back(analog, model)
+    if hw.rpu_config().pre_post.input_range.enable:
+        _keep_input_ranges(analog, model)
     # Training noise is relative to each channel's max, so a channel that weight decay drove
     # to exactly zero trained noise-free but would read full-scale noise on the hardware.
     freeze_dead_channels(model)

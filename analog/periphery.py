@@ -2,7 +2,8 @@
 
 ``IOModel.run`` emulates RPUCuda's ``ForwardBackwardPassIOManaged::forwardVector`` for many
 input vectors at once: per-vector noise management (input scale), DAC rounding and clipping,
-the analog product, additive output noise, ADC rounding and saturation, and iterative bound
+the analog product, IR drop and per-MVM weight (read) noise (RPUCuda's
+``applyNonIdealities``), additive output noise, ADC rounding and saturation, and iterative bound
 management (a saturated vector runs again at half its input scale until it fits or the
 reduction passes ``max_bm_factor`` / ``max_bm_res``). Vectors run along dim 1 of (B, in, L)
 tensors, so conv patches (L positions per image) need no transpose. Values are kept in DAC/ADC
@@ -39,9 +40,8 @@ def unsupported(rpu) -> list[str]:
     io = rpu.forward
     checks = {
         "forward.mv_type other than ONE_PASS": io.mv_type != AnalogMVType.ONE_PASS,
-        "forward.w_noise (per-MVM weight/read noise)": io.w_noise > 0
-        or io.w_noise_type != WeightNoiseType.NONE,
-        "forward.ir_drop": io.ir_drop > 0,
+        "forward.w_noise_type other than NONE/ADDITIVE_CONSTANT/PCM_READ": io.w_noise_type
+        not in (WeightNoiseType.NONE, WeightNoiseType.ADDITIVE_CONSTANT, WeightNoiseType.PCM_READ),
         "forward.out_nonlinearity": io.out_nonlinearity > 0,
         "forward.slope_calibration": io.slope_calibration > 0,
         "forward voltage offsets / r_series": io.v_offset_std > 0 or io.v_offset_w_min > 0
@@ -54,8 +54,8 @@ def unsupported(rpu) -> list[str]:
             NoiseManagementType.CONSTANT),
         "bound management other than NONE/ITERATIVE": io.bound_management not in (
             BoundManagementType.NONE, BoundManagementType.ITERATIVE),
-        "pre_post.input_range (learned input ranges)": rpu.pre_post.input_range.enable,
-        "mapping.learn_out_scaling": rpu.mapping.learn_out_scaling,
+        "input ranges with bound management": rpu.pre_post.input_range.enable
+        and io.bound_management != BoundManagementType.NONE,
         "analog bias (mapping.digital_bias=False)": not rpu.mapping.digital_bias,
         "drift compensation other than Global/PerColumn": rpu.drift_compensation is not None
         and type(rpu.drift_compensation) not in (GlobalDriftCompensation,
@@ -98,6 +98,10 @@ class IOModel:
     bm: bool
     bm_limit: float
     neg_test: bool
+    w_noise: float = 0.0
+    w_noise_type: str = "NONE"
+    ir_drop: float = 0.0
+    ir_g_ratio: float = 1.0
 
     @classmethod
     def of(cls, io) -> IOModel:
@@ -115,7 +119,10 @@ class IOModel:
             nm=io.noise_management.name, nm_thres=float(io.nm_thres),
             bm=io.bound_management != BoundManagementType.NONE,
             bm_limit=min(max_bm, io.max_bm_res / inp_step) if inp_step > 0 else max_bm,
-            neg_test=bool(io.bm_test_negative_bound))
+            neg_test=bool(io.bm_test_negative_bound),
+            w_noise=float(io.w_noise) if io.w_noise_type.name != "NONE" else 0.0,
+            w_noise_type=io.w_noise_type.name, ir_drop=float(io.ir_drop),
+            ir_g_ratio=float(io.ir_drop_g_ratio))
 
     @property
     def i_unit(self) -> float:
@@ -160,6 +167,8 @@ class IOModel:
         if self.inp_noise > 0:
             xq += (self.inp_noise / i_unit) * torch.randn(xq.shape, generator=gen, device=xq.device)
         y = torch.matmul(w * (i_unit / o_unit), xq)
+        if self.ir_drop > 0 or self.w_noise > 0:
+            y = self._non_ideal(y, xq, w, gen)
         if self.out_noise > 0:
             y = torch.normal(y, self.out_noise / o_unit, generator=gen)
         if self.out_step > 0:
@@ -169,6 +178,27 @@ class IOModel:
         if bound < math.inf:
             y = y.clamp_(-bound, bound)
         return y.mul_(s * (reduction * o_unit)), saturated
+
+    def _non_ideal(self, y: Tensor, xq: Tensor, w: Tensor, gen: torch.Generator) -> Tensor:
+        """RPUCuda's ``applyIrDrop`` then ``applyOutputWeightNoise`` on the ideal product ``y``
+        (ADC units) of the DAC-unit inputs ``xq`` (B, in, L), batched over vectors."""
+        in_size, scale = w.shape[1], self.i_unit / self.o_unit
+        if self.ir_drop > 0:
+            # a_i = n / (G_wire / g_max) * sum_j |w_ij| |x_j|; c_i = a (a (0.05 a - 0.2) + 0.5)
+            a = torch.matmul(w.abs(), xq.abs()).mul_(self.i_unit * in_size / self.ir_g_ratio)
+            c = a * (a * (0.05 * a - 0.2) + 0.5)
+            p = 1.0 - torch.arange(in_size, dtype=xq.dtype, device=xq.device) / in_size
+            position = (1.0 - p * p).view(1, -1, 1)
+            # y_i -= ir_drop * c_i * sum_j w_ij x_j (1 - (1 - j/n)^2)
+            y = y - c * torch.matmul(w, xq * position).mul_(self.ir_drop * scale)
+        if self.w_noise > 0:
+            if self.w_noise_type == "PCM_READ":  # sigma_i = w_noise sqrt(sum_j |w_ij| x_j^2)
+                std = torch.matmul(w.abs(), xq * xq).sqrt_()
+            else:  # ADDITIVE_CONSTANT: sigma = w_noise |x|_2, the same for every output
+                std = torch.linalg.vector_norm(xq, dim=1, keepdim=True)
+            noise = torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype)
+            y = y + noise.mul_(std).mul_(self.w_noise * scale)
+        return y
 
     def run(self, w: Tensor, gen: torch.Generator, *, s: Tensor, units: Tensor,
             vectors: Vectors, nonpositive: Tensor | None = None) -> Tensor:

@@ -11,7 +11,8 @@ from typing import Any
 from analog.experiment import ExperimentResult
 
 CSV_FIELDS = ("curve", "hw", "hwa", "compensation", "path", "t", "t_s", "acc_mean", "acc_std",
-              "repeats", "weight_fraction", "mac_fraction")
+              "acc_se", "repeats", "weight_fraction", "mac_fraction")
+REF_STYLES = (":", (0, (6, 2)), "-.", (0, (1, 3)), (0, (8, 2, 1, 2)))
 
 
 def csv_rows(result: ExperimentResult) -> list[dict[str, Any]]:
@@ -23,7 +24,9 @@ def csv_rows(result: ExperimentResult) -> list[dict[str, Any]]:
                      "repeats": 1, "weight_fraction": 0.0, "mac_fraction": 0.0})
     for curve in result.curves:
         for row in curve.result.rows():
-            rows.append({"curve": curve.label, "hwa": curve.hwa, **row})
+            n = row["repeats"]
+            se = row["acc_std"] / math.sqrt(n) if n > 1 else 0.0
+            rows.append({"curve": curve.label, "hwa": curve.hwa, "acc_se": se, **row})
     return rows
 
 
@@ -35,7 +38,8 @@ def write_csv(result: ExperimentResult, path: Path) -> None:
 
 
 def plot(result: ExperimentResult, path: Path, title: str) -> None:
-    """Accuracy vs. drift time (symmetric-log x so t=0 fits), mean +- std bands, references."""
+    """Accuracy vs. drift time (symmetric-log x so t=0 fits): mean +- 1 std bands over the
+    programmings (the legend says how many), references as distinct horizontal lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -47,14 +51,12 @@ def plot(result: ExperimentResult, path: Path, title: str) -> None:
         mean = [100 * m for m in res.acc_mean]
         std = [100 * s for s in res.acc_std]
         line, = ax.plot(res.times, mean, marker="o", linestyle="--" if not res.compensation
-                        else "-", label=f"{curve.label} ({res.repeats} repeats)")
+                        else "-", label=f"{curve.label}: mean, band +-1 std over {res.repeats} "
+                                        "programmings")
         low = [m - s for m, s in zip(mean, std, strict=True)]
         high = [m + s for m, s in zip(mean, std, strict=True)]
         ax.fill_between(res.times, low, high, color=line.get_color(), alpha=0.2)
-    for i, (name, ref) in enumerate(result.references.items()):
-        acc = 100 * ref.acc_mean[0]
-        ax.axhline(acc, color=f"C{7 + i % 3}", linestyle=":", linewidth=1.2,
-                   label=f"{name}: {acc:.2f}%")
+    _references(ax, result)
     times = result.curves[0].result.times if result.curves else [1.0]
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlim(left=0.0 if min(times) == 0 else min(times) / 2, right=max(times) * 2)
@@ -65,10 +67,23 @@ def plot(result: ExperimentResult, path: Path, title: str) -> None:
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _references(ax, result: ExperimentResult) -> None:
+    """Horizontal lines; each has its own dash pattern and width, and a line that coincides
+    with an earlier one says so in the legend, so equal references stay distinguishable."""
+    seen: dict[str, float] = {}
+    for i, (name, ref) in enumerate(result.references.items()):
+        acc = 100 * ref.acc_mean[0]
+        same = [n for n, a in seen.items() if abs(a - acc) < 0.005]
+        label = f"{name}: {acc:.2f}%" + (f" (same as {', '.join(same)})" if same else "")
+        ax.axhline(acc, color=f"C{7 + i % 3}", linestyle=REF_STYLES[i % len(REF_STYLES)],
+                   linewidth=1.0 + 0.8 * len(same), label=label)
+        seen[name] = acc
 
 
 def _clean(value: Any) -> Any:
@@ -90,6 +105,13 @@ def write_all(result: ExperimentResult, out_dir: Path, *, title: str,
     paths = {ext: out_dir / f"analog_eval.{ext}" for ext in ("csv", "png", "json")}
     write_csv(result, paths["csv"])
     plot(result, paths["png"], title)
+    if result.sweep:
+        from analog import sweep
+
+        paths["sweep_csv"] = out_dir / "analog_sweep.csv"
+        paths["sweep_png"] = out_dir / "analog_sweep.png"
+        sweep.write_csv(result.sweep, paths["sweep_csv"], result.config.options)
+        sweep.plot(result.sweep, paths["sweep_png"], title)
     payload = {**meta, **result.as_dict()}
     paths["json"].write_text(json.dumps(_clean(payload), indent=1, default=str))
     return paths

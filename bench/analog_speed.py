@@ -1,4 +1,5 @@
-"""Evaluation time on ``pcm``: aihwkit C++ tile, aihwkit torch tile and the fast path vs digital.
+"""Evaluation time of every analog hardware model on the fast path, and of aihwkit's C++ tile
+for ``pcm`` and ``pcm_hwa``, as ratios to digital evaluation.
 
 (Named analog_speed.py, not analog.py: a script in bench/ named analog.py would shadow the
 ``analog`` package when run as ``python bench/<script>``.)
@@ -7,6 +8,8 @@ Same model, same test subset, same run; each figure is the median (and min-max s
 ``--repeats`` timed evaluations (each includes conversion, one programming and drift to ``--time``).
 
     nice -n 10 .venv/bin/python bench/analog_speed.py --test-limit 2000 --repeats 3
+
+``--aihwkit`` adds aihwkit's C++ tile for ``pcm`` and ``pcm_hwa`` (slow; the reference).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--time", default="1d")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--aihwkit", action="store_true", help="also time aihwkit's C++ tile")
+    p.add_argument("--hw", default="*", help="shell pattern of analog hardware models")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -48,22 +53,30 @@ def main() -> None:
     model = get_space("resnet").build(args.arch, in_chans=data.in_chans,
                                       num_classes=data.num_classes, img_size=data.img_size).eval()
     x, y = data.x_test, data.y_test
-    runs = {
-        "digital": lambda: analog.evaluate(model, x, y, "digital"),
-        "aihwkit C++ tile": lambda: analog.evaluate(model, x, y, "pcm", times=(args.time,),
-                                                    fast=False),
-        "aihwkit torch tile": lambda: analog.evaluate(model, x, y, "pcm", times=(args.time,),
-                                                      fast=False, options={"tile": "torch"}),
-        "fast path": lambda: analog.evaluate(model, x, y, "pcm", times=(args.time,), fast=True),
-    }
-    secs = {name: timed(fn, args.repeats) for name, fn in runs.items()}
-    base = statistics.median(secs["digital"])
+    calib = data.x_train[:512]
+
+    def fast(name: str, fast_path: bool = True):
+        hw = analog.get_hw(name)
+        t = args.time if hw.times is None or analog.parse_time(args.time) in hw.times else "1d"
+        return lambda: analog.evaluate(model, x, y, name, times=(t,), fast=fast_path,
+                                       calib=calib)
+
+    runs = {"digital": lambda: analog.evaluate(model, x, y, "digital")}
+    names = [n for n in analog.list_hw(args.hw) if analog.get_hw(n).kind == "analog"]
+    runs.update({f"fast path, {name}": fast(name) for name in names})
+    if args.aihwkit:
+        runs.update({f"aihwkit C++ tile, {name}": fast(name, False)
+                     for name in ("pcm", "pcm_hwa")})
     print(f"{args.arch}, {len(y)} Fashion-MNIST test images, {args.threads} thread(s), "
-          f"{args.repeats} repeats, drift {args.time}")
-    print("| path | median s | min-max s | ratio to digital |\n|---|---|---|---|")
-    for name, s in secs.items():
+          f"{args.repeats} repeats, drift {args.time} (1d where a model is defined only at "
+          "fixed times)")
+    print("| path | median s | min-max s | ratio to digital |\n|---|---|---|---|", flush=True)
+    base = None
+    for name, fn in runs.items():  # one row at a time: a long run keeps what it measured
+        s = timed(fn, args.repeats)
+        base = base or statistics.median(s)
         print(f"| {name} | {statistics.median(s):.3f} | {min(s):.3f}-{max(s):.3f} | "
-              f"{statistics.median(s) / base:.2f}x |")
+              f"{statistics.median(s) / base:.2f}x |", flush=True)
     prov = provenance("cpu")
     print(f"\ndevice: {prov.get('device')}; versions: {prov.get('versions')}")
 

@@ -1,9 +1,12 @@
 """Analog in-memory computing cost model: crossbar tiles, MVMs, analog share, energy and latency.
 
 Dense layers map onto crossbar tiles: a ``Linear`` as its (out, in) weight matrix, a dense
-``Conv2d`` (groups == 1) as (out, in*k*k) applied once per output position. Grouped and depthwise
-convolutions, attention matmuls, norms and activations stay digital (aihwkit maps only dense
-layers). Energy and latency are estimates from per-operation figures, never measurements.
+``Conv2d`` (groups == 1) as (out, in*k*k) applied once per output position, split into tiles
+as aihwkit splits them for the accuracy model (same tile size, same balanced split). What stays
+digital is decided by the same test as aihwkit's conversion (``analog.coverage.is_mappable``:
+exact ``nn.Linear``/``nn.ConvNd`` class, one group; timm's ``Conv2dSame`` stays digital), plus
+layers the caller keeps digital. Energy and latency are estimates from per-operation figures,
+never measurements; see ``AnalogFigures`` for every source and assumption.
 """
 
 from __future__ import annotations
@@ -16,56 +19,117 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
+from analog.coverage import digital_layers, is_mappable
+from analog.fast import split_sizes
 from hw_cost.static import count_flops
 from hwnas.common.errors import ConfigError
 
 
 @dataclass(frozen=True)
 class AnalogFigures:
-    """Per-operation figures of the analog accelerator the estimate assumes.
+    """Per-operation figures of the analog accelerator and of the digital reference (estimates).
 
-    Published (Le Gallo et al., "A 64-core mixed-signal in-memory compute chip based on
+    Analog, published (Le Gallo et al., "A 64-core mixed-signal in-memory compute chip based on
     phase-change memory for deep neural network inference", Nature Electronics 6, 680-693,
-    2023; IBM HERMES project chip, 14 nm): 64 cores of 256x256 PCM crossbars; 8-bit input/output
-    MVMs at up to 63.1 TOPS and 9.76 TOPS/W in one-phase read mode (16.1 TOPS and 2.48 TOPS/W in
-    the high-precision four-phase mode).
+    2023; IBM HERMES project chip, 14 nm): 64 cores of 256x256 PCM unit cells, 8-bit I/O MVMs;
+    one-phase read (one device pair per weight) 63.1 TOPS and 9.76 TOPS/W; the high-precision
+    four-phase read (two pairs per weight) 16.1 TOPS and 2.48 TOPS/W. Derived: one full
+    256x256 MVM is 131,072 ops, so 13.4 nJ and 132.9 ns per core (one-phase), 52.9 nJ and
+    521 ns (four-phase). ``read_mode`` follows the accuracy model's device model: one conductance
+    pair per weight (``pcm``) reads in one phase, two devices per weight (``pcm_hermes``) in four.
 
-    Derived from those peaks, assuming fully used tiles as the peaks do: one 256x256 MVM is
-    131,072 ops, so ``mvm_ns`` = 131072 / (63.1e12 / 64) s = 132.9 ns per core and ``mvm_nj`` =
-    131072 / 9.76e12 J = 13.4 nJ. A partly filled tile costs a full MVM (ADCs dominate).
+    Partial tiles, ADC bits (assumptions; the paper reports full-tile MVMs at 8 bits only):
+    ``adc_share`` of a full MVM's energy is the column ADCs, the rest scales with the cells in
+    use (rows with zero input draw no array current: PWM inputs of zero length). An ADC
+    conversion costs ``2**(bits - 8)`` times the 8-bit one (a constant Walden figure of merit,
+    energy per conversion step; Murmann, ADC performance survey). ``gate_unused_adcs``: unused
+    columns' ADCs are switched off (the paper does not say whether the chip can; set False to
+    charge every column of a tile).
 
-    Assumptions, not from the paper: digital MACs cost 0.23 pJ (8-bit multiply 0.2 pJ + add
-    0.03 pJ, Horowitz, ISSCC 2014, 45 nm, data movement excluded) and run at 1e12 MAC/s; layers
-    run one after another (no pipelining); weights stay programmed, and a layer needing more tiles
-    than there are cores is time-multiplexed over them.
+    Digital reference at the same node, memory access included: an 8-bit MAC costs 0.2 pJ
+    (multiply) + 0.03 pJ (add) and a byte read from an 8 KB SRAM 1.25 pJ (10 pJ per 64-bit
+    word), all at 45 nm (Horowitz, ISSCC 2014), times ``node_scale`` for 45 -> 14 nm
+    (0.3: an assumption of the order of the dynamic-energy scaling of Stillmaker & Baas,
+    Integration 2017, not read from their tables). Traffic charged (a lower bound, both sides):
+    the digital accelerator reads every weight once per inference; both read each layer's
+    input activations once (the analog chip moves activations between cores digitally).
+    Digital MACs run at ``digital_macs_per_s``. Layers run one after another (no pipelining);
+    weights stay programmed; a layer needing more tiles than there are cores is
+    time-multiplexed over them.
     """
 
     tile_rows: int = 256
     tile_cols: int = 256
     cores: int = 64
+    core_rows: int = 256
+    core_cols: int = 256
+    read_mode: str = "one_phase"
     peak_tops: float = 63.1
     tops_per_w: float = 9.76
-    digital_pj_per_mac: float = 0.23
+    peak_tops_four_phase: float = 16.1
+    tops_per_w_four_phase: float = 2.48
+    adc_bits: int = 8
+    adc_share: float = 0.5
+    gate_unused_adcs: bool = True
+    digital_pj_per_mac_45nm: float = 0.23
+    sram_pj_per_byte_45nm: float = 1.25
+    node_scale: float = 0.3
     digital_macs_per_s: float = 1e12
 
     @property
     def ops_per_mvm(self) -> int:
-        return 2 * self.tile_rows * self.tile_cols
+        return 2 * self.core_rows * self.core_cols
+
+    @property
+    def _peaks(self) -> tuple[float, float]:
+        if self.read_mode == "four_phase":
+            return self.peak_tops_four_phase, self.tops_per_w_four_phase
+        return self.peak_tops, self.tops_per_w
 
     @property
     def mvm_ns(self) -> float:
-        return self.ops_per_mvm / (self.peak_tops * 1e12 / self.cores) * 1e9
+        """One full core MVM, in ns."""
+        return self.ops_per_mvm / (self._peaks[0] * 1e12 / self.cores) * 1e9
 
     @property
     def mvm_nj(self) -> float:
-        return self.ops_per_mvm / (self.tops_per_w * 1e12) * 1e9
+        """One full core MVM at 8 bits, in nJ."""
+        return self.ops_per_mvm / (self._peaks[1] * 1e12) * 1e9
+
+    @property
+    def digital_pj_per_mac(self) -> float:
+        return self.digital_pj_per_mac_45nm * self.node_scale
+
+    @property
+    def sram_pj_per_byte(self) -> float:
+        return self.sram_pj_per_byte_45nm * self.node_scale
+
+    def tile_mvm_nj(self, rows: int, cols: int) -> float:
+        """Energy of one MVM on a tile using ``rows`` x ``cols`` cells."""
+        full = self.mvm_nj
+        adc_cols = cols if self.gate_unused_adcs else max(cols, self.tile_cols)
+        adc = self.adc_share * full * adc_cols / self.core_cols * 2.0 ** (self.adc_bits - 8)
+        array = (1 - self.adc_share) * full * rows * cols / (self.core_rows * self.core_cols)
+        return adc + array
+
+
+def figures_for(hw: str, figures: AnalogFigures | None = None) -> AnalogFigures:
+    """``figures`` with tile size, ADC bits and read mode of analog hardware model ``hw``, so the
+    cost describes the hardware the accuracy model simulates."""
+    import analog  # deferred: aihwkit is a heavy import
+
+    desc = analog.get_hw(hw).describe()
+    bits = round(math.log2(1 / desc["out_res"] + 2)) if 0 < desc["out_res"] < 1 else 8
+    two_devices = desc["noise_model"].get("num_devices") == 2
+    rows, cols = desc["tile_rows"], desc["tile_cols"]
+    return replace(figures or AnalogFigures(), tile_rows=rows if rows > 0 else 0,
+                   tile_cols=cols if cols > 0 else 0, adc_bits=bits,
+                   read_mode="four_phase" if two_devices else "one_phase")
 
 
 def is_analog_mappable(module: nn.Module) -> bool:
-    """Dense convolutions and linear layers map onto crossbars; grouped convolutions do not."""
-    if isinstance(module, nn.Linear):
-        return True
-    return isinstance(module, nn.Conv1d | nn.Conv2d | nn.Conv3d) and module.groups == 1
+    """aihwkit's conversion test (exact class, one group): ``analog.coverage.is_mappable``."""
+    return is_mappable(module)
 
 
 def _matrix_shape(module: nn.Module) -> tuple[int, int]:
@@ -75,26 +139,33 @@ def _matrix_shape(module: nn.Module) -> tuple[int, int]:
     return module.in_channels * math.prod(module.kernel_size), module.out_channels
 
 
-def _mvm_counts(model: nn.Module, x: torch.Tensor) -> dict[str, int]:
-    """Input vectors each mappable layer sees in one forward (output positions or tokens)."""
+def _forward_counts(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, int], int]:
+    """One forward pass: input vectors of each mappable layer (output positions or tokens),
+    and the 8-bit input activations read by all compute layers."""
     counts: dict[str, int] = {}
+    acts = 0
 
-    def hook(name: str):
+    def hook(name: str, mappable: bool):
         def record(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
-            outputs = module.out_features if isinstance(module, nn.Linear) else module.out_channels
-            counts[name] = counts.get(name, 0) + out.numel() // outputs
+            nonlocal acts
+            acts += args[0].numel()
+            if mappable:
+                outputs = module.out_features if isinstance(module, nn.Linear) \
+                    else module.out_channels
+                counts[name] = counts.get(name, 0) + out.numel() // outputs
 
         return record
 
-    handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules()
-               if is_analog_mappable(m)]
+    handles = [m.register_forward_hook(hook(n, is_analog_mappable(m)))
+               for n, m in model.named_modules()
+               if isinstance(m, nn.Linear | nn.modules.conv._ConvNd)]
     try:
         with torch.inference_mode():
             model(x)
     finally:
         for h in handles:
             h.remove()
-    return counts
+    return counts, acts
 
 
 def _layer_costs(model: nn.Module, counts: dict[str, int], fig: AnalogFigures) -> list[dict]:
@@ -102,63 +173,89 @@ def _layer_costs(model: nn.Module, counts: dict[str, int], fig: AnalogFigures) -
     layers = []
     for name, mvms in counts.items():
         rows, cols = _matrix_shape(modules[name])
-        tiles = math.ceil(rows / fig.tile_rows) * math.ceil(cols / fig.tile_cols)
-        layers.append({"name": name, "rows": rows, "cols": cols, "tiles": tiles, "mvms": mvms,
-                       "tile_mvms": mvms * tiles, "macs": mvms * rows * cols,
-                       "weights": modules[name].weight.numel(),
-                       "latency_ns": mvms * fig.mvm_ns * math.ceil(tiles / fig.cores)})
+        shapes = [(r, c) for r in split_sizes(rows, fig.tile_rows)
+                  for c in split_sizes(cols, fig.tile_cols)]
+        # a tile larger than a core spans several cores
+        cores = sum(math.ceil(r / fig.core_rows) * math.ceil(c / fig.core_cols) for r, c in shapes)
+        layers.append({"name": name, "rows": rows, "cols": cols, "tiles": len(shapes),
+                       "cores": cores, "mvms": mvms, "tile_mvms": mvms * len(shapes),
+                       "macs": mvms * rows * cols, "weights": modules[name].weight.numel(),
+                       "energy_nj": mvms * sum(fig.tile_mvm_nj(r, c) for r, c in shapes),
+                       "in_bytes": mvms * rows,
+                       "latency_ns": mvms * fig.mvm_ns * math.ceil(cores / fig.cores)})
     return layers
 
 
-def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int = 256,
-                figures: AnalogFigures | None = None, per_layer: bool = False,
-                total_macs: int | None = None) -> dict:
-    """Estimated analog mapping cost of one inference (batch 1) of ``model``.
+def _digital_nj(macs: int, weight_bytes: int, act_bytes: int, fig: AnalogFigures) -> float:
+    return (macs * fig.digital_pj_per_mac + (weight_bytes + act_bytes) * fig.sram_pj_per_byte) \
+        / 1e3
 
+
+def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int = 512,
+                figures: AnalogFigures | None = None, per_layer: bool = False,
+                total_macs: int | None = None, digital: Sequence[str] = (),
+                hw: str | None = None) -> dict:
+    """Estimated analog mapping cost of one inference (batch 1) of ``model``, next to the same
+    model on the digital reference (``digital_reference_energy_uj``).
+
+    ``tile_size``: crossbar rows = cols of the accuracy model (aihwkit's 512 by default), or
+    ``hw``: take tile size, ADC bits and read mode from that analog hardware model.
+    ``digital``: shell patterns of layers kept digital (layer-wise mapping).
     ``total_macs`` (all MACs of one image, as ``static_costs`` counts them) saves a second FLOP
     count when the caller has it already.
     """
-    if not isinstance(tile_size, int) or tile_size <= 0:
+    if not isinstance(tile_size, int) or isinstance(tile_size, bool) or tile_size <= 0:
         raise ConfigError.one("tile_size", "must be a positive integer (crossbar rows = cols)",
                               tile_size, "pass e.g. --tile-size 256")
     fig = replace(figures or AnalogFigures(), tile_rows=tile_size, tile_cols=tile_size)
+    if hw is not None:
+        fig = figures_for(hw, fig)
     model = copy.deepcopy(model).eval().float()
     x = torch.randn(1, *input_shape)
-    layers = _layer_costs(model, _mvm_counts(model, x), fig)
+    keep = set(digital_layers(model, digital)) if digital else set()
+    all_counts, acts = _forward_counts(model, x)
+    counts = {k: v for k, v in all_counts.items() if k not in keep}
+    layers = _layer_costs(model, counts, fig)
     if total_macs is None:
         total_macs = count_flops(model, x)[0] // 2
     analog_macs = sum(layer["macs"] for layer in layers)
     digital_macs = max(total_macs - analog_macs, 0)
     total_weights = sum(p.numel() for p in model.parameters())
-    tiles = sum(layer["tiles"] for layer in layers)
-    analog_nj = sum(layer["tile_mvms"] for layer in layers) * fig.mvm_nj
-    digital_nj = digital_macs * fig.digital_pj_per_mac / 1e3
+    analog_weights = sum(layer["weights"] for layer in layers)
+    analog_nj = sum(layer["energy_nj"] for layer in layers)
+    # the digital part of a mixed model reads its own weights; activations are read once
+    digital_nj = _digital_nj(digital_macs, total_weights - analog_weights, acts, fig)
+    reference_nj = _digital_nj(total_macs, total_weights, acts, fig)
     analog_us = sum(layer["latency_ns"] for layer in layers) / 1e3
     digital_us = digital_macs / fig.digital_macs_per_s * 1e6
     out = {
         "estimate": True,
-        "tile_size": tile_size,
-        "tiles": tiles,
-        "fits_on_chip": tiles <= fig.cores,
+        "tile_size": fig.tile_rows,
+        "tiles": sum(layer["tiles"] for layer in layers),
+        "cores_used": sum(layer["cores"] for layer in layers),
+        "fits_on_chip": sum(layer["cores"] for layer in layers) <= fig.cores,
         "analog_layers": len(layers),
         "digital_weight_layers": sum(
-            1 for m in model.modules()
-            if isinstance(m, nn.Conv1d | nn.Conv2d | nn.Conv3d) and not is_analog_mappable(m)),
+            1 for n, m in model.named_modules()
+            if isinstance(m, nn.Linear | nn.Conv1d | nn.Conv2d | nn.Conv3d) and n not in counts),
         "mvms": sum(layer["mvms"] for layer in layers),
         "tile_mvms": sum(layer["tile_mvms"] for layer in layers),
-        "analog_weights": sum(layer["weights"] for layer in layers),
+        "analog_weights": analog_weights,
         "total_weights": total_weights,
-        "analog_weight_fraction": sum(layer["weights"] for layer in layers) / max(total_weights, 1),
+        "analog_weight_fraction": analog_weights / max(total_weights, 1),
         "analog_macs": analog_macs,
         "digital_macs": digital_macs,
         "analog_mac_fraction": analog_macs / max(total_macs, 1),
         "energy_uj": (analog_nj + digital_nj) / 1e3,
         "analog_energy_uj": analog_nj / 1e3,
         "digital_energy_uj": digital_nj / 1e3,
+        "digital_reference_energy_uj": reference_nj / 1e3,
         "latency_us": analog_us + digital_us,
         "analog_latency_us": analog_us,
         "digital_latency_us": digital_us,
-        "figures": {**asdict(fig), "mvm_ns": fig.mvm_ns, "mvm_nj": fig.mvm_nj},
+        "figures": {**asdict(fig), "mvm_ns": fig.mvm_ns, "mvm_nj": fig.mvm_nj,
+                    "digital_pj_per_mac": fig.digital_pj_per_mac,
+                    "sram_pj_per_byte": fig.sram_pj_per_byte},
     }
     if per_layer:
         out["layers"] = layers

@@ -54,6 +54,17 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
                    help="also draw every curve with the other compensation setting")
     p.add_argument("--references", default="digital,fq8,int8",
                    help="deterministic hardware models drawn as lines ('' for none)")
+    p.add_argument("--digital-layers", default="", metavar="PATTERNS",
+                   help="comma-separated shell patterns of layers kept digital on the analog "
+                        "hardware, e.g. 'stem.*,head.fc' (layer-wise mapping)")
+    p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
+                   help="fix a hardware-model parameter, e.g. --set adc_bits=8 (repeatable; "
+                        "parameters as for --sweep)")
+    p.add_argument("--sweep", action="append", default=[], metavar="PARAM=V1,V2,...",
+                   help="sweep one parameter (others fixed), e.g. --sweep adc_bits=6,7,8,9; "
+                        "repeatable; writes analog_sweep.csv/png. Parameters: dac_bits, "
+                        "adc_bits, out_noise, out_bound, tile_size, g_max, prog_noise_scale, "
+                        "read_noise_scale, drift_scale, compensation")
     p.add_argument("--aihwkit-tiles", action="store_true",
                    help="evaluate with aihwkit's tiles instead of the validated fast emulation")
     p.add_argument("--seed", type=int, default=0)
@@ -70,23 +81,40 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     for name in list_hw(args.pattern):
         hw = get_hw(name)
-        print(f"{name:<10} {hw.kind:<8} {hw.description}")
+        print(f"{name:<20} {hw.kind:<8} {hw.description}")
     print("also: fqN / wXaY for any N, X, Y in 2..16 (N-bit fake-quant)")
     return 0
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(r.strip() for r in text.split(",") if r.strip())
+
+
+def _fixed_options(specs: list[str]) -> dict[str, Any]:
+    from analog.sweep import parse_sweeps
+
+    bad = [s for s in specs if "," in s.partition("=")[2]]
+    if bad:
+        raise ConfigError.one("--set", "takes one value per parameter", bad,
+                              "use --sweep for several values")
+    return {k: v[0] for k, v in parse_sweeps(specs, "--set").items()}
 
 
 def _experiment_config(args: argparse.Namespace):  # noqa: ANN202
     from analog.experiment import ExperimentConfig
     from analog.hwa import HwaOptions
+    from analog.sweep import parse_sweeps
 
-    refs = tuple(r.strip() for r in args.references.split(",") if r.strip())
+    refs = _split(args.references)
     return ExperimentConfig(
         hw=args.hw, times=tuple(t.strip() for t in args.times.split(",")),
         repeats=args.repeats, seed=args.seed, compensation=not args.no_compensation,
         compare_compensation=args.compare_compensation, hwa_epochs=args.hwa_epochs,
         adabs=args.adabs, compare_adabs=args.compare_adabs,
         hwa_lr=args.hwa_lr, hwa_options=HwaOptions(weight_noise=args.hwa_noise),
-        references=refs, fast=not args.aihwkit_tiles, device=args.device)
+        references=refs, fast=not args.aihwkit_tiles, device=args.device,
+        digital=_split(args.digital_layers), options=_fixed_options(args.set),
+        sweeps=parse_sweeps(args.sweep))
 
 
 def _resolve(args: argparse.Namespace):  # noqa: ANN202
@@ -155,17 +183,26 @@ def _model(args: argparse.Namespace, data, fit_cfg):  # noqa: ANN001, ANN202
     if args.checkpoint:
         model, meta = load_checkpoint_model(args.checkpoint)
         _check_shapes(meta, data)
+        _check_digital(args, model)
         return model, {"checkpoint": str(args.checkpoint), "space": meta["space"],
                        "arch": meta["arch"]}
     torch.manual_seed(args.seed)
     model = _space(args.space).build(args.arch, in_chans=data.in_chans,
                                      num_classes=data.num_classes, img_size=data.img_size)
+    _check_digital(args, model)  # before training: a typo must not cost a training run
     result = fit(model, data, fit_cfg)
     test = evaluate(model, data.x_test, data.y_test, device=fit_cfg.device)
     print(f"digital training: {fit_cfg.epochs:g} epochs, test acc {100 * test['acc']:.2f}, "
           f"{result.seconds:.1f} s")
     return model, {"space": args.space, "arch": args.arch, "epochs": fit_cfg.epochs,
                    "lr": fit_cfg.lr, "digital_test_acc": test["acc"]}
+
+
+def _check_digital(args: argparse.Namespace, model) -> None:  # noqa: ANN001
+    from analog.coverage import digital_layers
+
+    if args.digital_layers:
+        digital_layers(model, _split(args.digital_layers))
 
 
 def _out_dir(args: argparse.Namespace, model_info: dict[str, Any]) -> Path:
@@ -189,8 +226,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     data = load_data(args.data, seed=args.seed, **data_kwargs(args))
     model, model_info = _model(args, data, fit_cfg)
     result = run_experiment(model, data, cfg, fit_cfg=fit_cfg)
-    title = f"{model_info.get('arch')} on {data.name} | {cfg.hw} | {torch.get_num_threads()} " \
-            f"threads, {args.device}"
+    title = f"{model_info.get('arch')} | {cfg.hw} | {len(data.y_test)} {data.name} test images " \
+            f"| {torch.get_num_threads()} threads, {args.device}"
+    if cfg.digital:
+        title += f"\ndigital layers: {', '.join(cfg.digital)}"
     meta = {"model": model_info, "data": {"name": data.name, **data.sizes()},
             "provenance": provenance(args.device, seeds={"seed": args.seed},
                                      command="hwnas analog-eval")}

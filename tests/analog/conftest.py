@@ -65,3 +65,38 @@ def dw_cnn() -> nn.Module:
     """The CNN with a depthwise conv that stays digital (untrained: coverage needs no accuracy)."""
     torch.manual_seed(0)
     return small_cnn(depthwise=True).eval()
+
+
+def drift_accs(model, x, y, seed: int, repeats: int, times) -> list[list[float]]:
+    """Accuracy per (time, repeat) with the drift protocol of ``analog.evaluate``."""
+    from analog.drift import accuracy
+    from analog.fast import FastAnalogModel
+    from hwnas.common.seeds import stream_seed
+
+    out = [[0.0] * repeats for _ in times]
+    for r in range(repeats):
+        torch.manual_seed(stream_seed(seed, "program", r))
+        if isinstance(model, FastAnalogModel):
+            model.manual_seed(stream_seed(seed, "periphery", r))
+        model.program_analog_weights()
+        for i, t in enumerate(times):
+            model.drift_analog_weights(t)
+            out[i][r] = accuracy(model, x, y)
+    return out
+
+
+def mean_sd(values: list[float]) -> tuple[float, float]:
+    m = sum(values) / len(values)
+    return m, (sum((a - m) ** 2 for a in values) / (len(values) - 1)) ** 0.5
+
+
+@pytest.fixture(scope="session")
+def repeat_accs():
+    """``drift_accs``: accuracies over programming repeats at each drift time."""
+    return drift_accs
+
+
+@pytest.fixture(scope="session")
+def stats():
+    """``mean_sd``: sample mean and standard deviation."""
+    return mean_sd

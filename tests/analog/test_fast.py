@@ -15,9 +15,7 @@ import torch
 from torch import nn
 
 import analog
-from analog.drift import accuracy
 from analog.fast import FastAnalogModel, IOModel, fast_unsupported, split_sizes
-from hwnas.common.seeds import stream_seed
 
 TIMES = (0.0, 86400.0, 31536000.0)
 
@@ -77,42 +75,24 @@ def test_bound_management_matches_aihwkit():
     assert close > 0.99
 
 
-def _accs(model, x, y, seed: int, repeats: int) -> list[list[float]]:
-    out = [[0.0] * repeats for _ in TIMES]
-    for r in range(repeats):
-        torch.manual_seed(stream_seed(seed, "program", r))
-        if isinstance(model, FastAnalogModel):
-            model.manual_seed(stream_seed(seed, "periphery", r))
-        model.program_analog_weights()
-        for i, t in enumerate(TIMES):
-            model.drift_analog_weights(t)
-            out[i][r] = accuracy(model, x, y)
-    return out
-
-
-def _mean_sd(v: list[float]) -> tuple[float, float]:
-    m = sum(v) / len(v)
-    return m, math.sqrt(sum((a - m) ** 2 for a in v) / (len(v) - 1))
-
-
-def test_accuracy_distribution_matches_aihwkit(trained_cnn, digits):
+def test_accuracy_distribution_matches_aihwkit(trained_cnn, digits, repeat_accs, stats):
     """Full PCM model (output noise 0.06): 6 repeats per path. Unpaired (different seeds):
     means within 3 standard errors (+1 pt); paired (same seeds, so the same device weights):
     the mean per-repeat difference within 3 standard errors (+0.5 pt)."""
     x, y, repeats = digits.x_test, digits.y_test, 6
     ref, fast = _pair(trained_cnn)
-    ref_accs = _accs(ref, x, y, seed=0, repeats=repeats)
-    fast_other = _accs(fast, x, y, seed=1, repeats=repeats)
-    fast_same = _accs(fast, x, y, seed=0, repeats=repeats)
+    ref_accs = repeat_accs(ref, x, y, 0, repeats, TIMES)
+    fast_other = repeat_accs(fast, x, y, 1, repeats, TIMES)
+    fast_same = repeat_accs(fast, x, y, 0, repeats, TIMES)
     for i, t in enumerate(TIMES):
-        (m_r, s_r), (m_f, s_f) = _mean_sd(ref_accs[i]), _mean_sd(fast_other[i])
+        (m_r, s_r), (m_f, s_f) = stats(ref_accs[i]), stats(fast_other[i])
         se = math.sqrt(s_r**2 / repeats + s_f**2 / repeats)
         assert abs(m_r - m_f) <= 3 * se + 0.01, (t, ref_accs[i], fast_other[i])
         diffs = [a - b for a, b in zip(ref_accs[i], fast_same[i], strict=True)]
-        m_d, s_d = _mean_sd(diffs)
+        m_d, s_d = stats(diffs)
         assert abs(m_d) <= 3 * s_d / math.sqrt(repeats) + 0.005, (t, diffs)
     # drift lowers accuracy on both paths: the comparison is not between two flat lines
-    assert _mean_sd(ref_accs[-1])[0] < _mean_sd(ref_accs[0])[0]
+    assert stats(ref_accs[-1])[0] < stats(ref_accs[0])[0]
 
 
 def test_fast_path_is_deterministic_under_a_seed(trained_cnn, digits):
@@ -123,13 +103,22 @@ def test_fast_path_is_deterministic_under_a_seed(trained_cnn, digits):
     assert run[0].accs != run[2].accs
 
 
+def _asymmetric_config():
+    from analog.aimc import _pcm_config
+
+    rpu = _pcm_config()
+    rpu.forward.inp_asymmetry = 0.05
+    return rpu
+
+
 def test_unsupported_config_falls_back_to_aihwkit(trained_cnn, digits):
-    rpu = analog.get_hw("pcm_hwa").rpu_config()
-    reasons = fast_unsupported(trained_cnn, rpu)
-    assert "forward.ir_drop" in reasons and any("input_range" in r for r in reasons)
-    with pytest.warns(analog.FastPathWarning, match="ir_drop"):
-        res = analog.evaluate(trained_cnn, digits.x_test[:40], digits.y_test[:40], "pcm_hwa",
-                              calib=digits.x_train[:64])
+    from analog.aimc import AnalogHW
+
+    hw = AnalogHW("pcm_asym", "pcm with DAC asymmetry (not emulated)", base=_asymmetric_config)
+    reasons = fast_unsupported(trained_cnn, hw.rpu_config())
+    assert reasons == ["forward in/out asymmetry"]
+    with pytest.warns(analog.FastPathWarning, match="asymmetry"):
+        res = analog.evaluate(trained_cnn, digits.x_test[:40], digits.y_test[:40], hw)
     assert res.path == "aihwkit" and res.notes
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 from torch import nn
@@ -19,7 +20,7 @@ def _model() -> nn.Module:
 
 
 def test_tiles_mvms_and_shares_by_hand():
-    cost = analog_cost(_model(), (3, 8, 8), per_layer=True)
+    cost = analog_cost(_model(), (3, 8, 8), tile_size=256, per_layer=True)
     conv, linear = cost["layers"]
     assert (conv["rows"], conv["cols"], conv["tiles"], conv["mvms"]) == (27, 300, 2, 64)
     assert (linear["rows"], linear["cols"], linear["tiles"], linear["mvms"]) == (300, 10, 2, 1)
@@ -38,19 +39,59 @@ def test_tile_size_changes_the_tiling():
     small = analog_cost(_model(), (3, 8, 8), tile_size=64, per_layer=True)
     # conv 27 x 300 -> 1 x ceil(300/64) tiles; linear 300 x 10 -> ceil(300/64) x 1 tiles
     assert [layer["tiles"] for layer in small["layers"]] == [math.ceil(300 / 64)] * 2
-    assert small["tiles"] > analog_cost(_model(), (3, 8, 8))["tiles"]
+    assert small["tiles"] > analog_cost(_model(), (3, 8, 8))["tiles"] == 2
 
 
 def test_energy_and_latency_follow_the_published_figures():
     fig = AnalogFigures()
     assert fig.mvm_ns == pytest.approx(132.9, abs=0.1)  # 63.1 TOPS over 64 cores
     assert fig.mvm_nj == pytest.approx(13.43, abs=0.01)  # 9.76 TOPS/W
-    cost = analog_cost(_model(), (3, 8, 8))
+    # a full 256x256 tile at 8 bits costs the published MVM; partial tiles cost less
+    assert fig.tile_mvm_nj(256, 256) == pytest.approx(fig.mvm_nj)
+    assert fig.tile_mvm_nj(27, 150) < fig.tile_mvm_nj(256, 150) < fig.tile_mvm_nj(256, 256)
+    cost = analog_cost(_model(), (3, 8, 8), tile_size=256, per_layer=True)
     assert cost["estimate"] is True
-    assert cost["analog_energy_uj"] == pytest.approx(cost["tile_mvms"] * fig.mvm_nj / 1e3)
-    assert cost["digital_energy_uj"] == pytest.approx(cost["digital_macs"] * 0.23e-6)
+    conv, linear = cost["layers"]
+    assert conv["energy_nj"] == pytest.approx(64 * 2 * fig.tile_mvm_nj(27, 150))
+    assert cost["analog_energy_uj"] == pytest.approx(
+        (conv["energy_nj"] + linear["energy_nj"]) / 1e3)
     assert cost["energy_uj"] > cost["analog_energy_uj"] > 0 and cost["latency_us"] > 0
+    assert cost["digital_reference_energy_uj"] > cost["digital_energy_uj"] > 0
     assert cost["fits_on_chip"] and cost["figures"]["tops_per_w"] == 9.76
+
+
+def test_adc_bits_and_read_mode_scale_the_energy():
+    base = AnalogFigures()
+    assert replace(base, adc_bits=9).tile_mvm_nj(256, 256) > base.tile_mvm_nj(256, 256)
+    assert replace(base, adc_bits=6).tile_mvm_nj(256, 256) < base.tile_mvm_nj(256, 256)
+    four = replace(base, read_mode="four_phase")
+    assert four.mvm_nj == pytest.approx(2 * 256 * 256 / 2.48e12 * 1e9)
+
+
+def test_hardware_model_sets_tile_size_bits_and_read_mode():
+    from hw_cost.analog_cost import figures_for
+
+    pcm, hermes = figures_for("pcm"), figures_for("pcm_hermes")
+    assert (pcm.tile_rows, pcm.adc_bits, pcm.read_mode) == (512, 9, "one_phase")
+    assert hermes.read_mode == "four_phase"
+    assert figures_for("pcm", AnalogFigures()).tile_rows == 512
+    assert analog_cost(_model(), (3, 8, 8), hw="pcm")["tile_size"] == 512
+
+
+def test_layers_kept_digital_move_their_cost():
+    mixed = analog_cost(_model(), (3, 8, 8), digital=["4"])
+    full = analog_cost(_model(), (3, 8, 8))
+    assert mixed["analog_macs"] == full["analog_macs"] - 300 * 10
+    assert mixed["digital_energy_uj"] > full["digital_energy_uj"]
+    with pytest.raises(ConfigError, match="match at least one"):
+        analog_cost(_model(), (3, 8, 8), digital=["nope.*"])
+
+
+def test_conv2d_same_stays_digital_as_in_aihwkit_conversion():
+    from timm.layers import Conv2dSame
+
+    model = nn.Sequential(Conv2dSame(3, 8, 3), nn.Flatten(), nn.Linear(8 * 64, 10))
+    assert analog_cost(model, (3, 8, 8))["analog_macs"] == 8 * 64 * 10
 
 
 def test_dense_resnet_maps_more_than_depthwise_mbconv():

@@ -1,0 +1,86 @@
+"""Layer-wise analog/digital mapping of a candidate, fixed or searched (``hw_eval.mapping``).
+
+Which layers run on analog tiles is a design choice: keeping the first and last layers digital
+often buys accuracy for little energy. In a study::
+
+    hw_eval:
+      mapping:
+        search: [first_k_digital, last_k_digital]  # the sampler picks each in 0..max_k
+        max_k: 2
+        digital_layers: ["head.*"]                  # optional fixed patterns on top
+
+or a fixed assignment: ``mapping: {first_k_digital: 1, last_k_digital: 1}``. The first and last
+``k`` are counted over the analog-mappable layers in module order (``analog.coverage``), so the
+same knob means the same thing in every architecture of a space. The evaluator calls
+``choose(trial, cfg)`` once per trial (the choice is a trial parameter, stored with it) and
+passes ``digital_patterns(model, choice)`` to ``analog.evaluate(..., digital=)`` and
+``hw_cost.analog_cost(..., digital=)``, so accuracy, coverage and cost see one assignment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hwnas.common.errors import ConfigError, Problem
+
+KNOBS = ("first_k_digital", "last_k_digital")
+
+
+@dataclass(frozen=True)
+class MappingCfg:
+    search: tuple[str, ...] = ()
+    """Knobs the sampler varies (each in 0..``max_k``)."""
+    max_k: int = 2
+    first_k_digital: int = 0
+    last_k_digital: int = 0
+    digital_layers: tuple[str, ...] = ()
+    """Fixed shell patterns of layers kept digital in every candidate."""
+
+    @property
+    def searched(self) -> bool:
+        return bool(self.search)
+
+
+def parse_mapping(raw: dict[str, Any] | None) -> MappingCfg:
+    """``hw_eval.mapping`` -> ``MappingCfg``; every problem at once."""
+    raw = dict(raw or {})
+    allowed = ("search", "max_k", *KNOBS, "digital_layers")
+    problems = [Problem("hw_eval.mapping", f"keys must be among {list(allowed)}", key,
+                        "drop or rename it") for key in raw if key not in allowed]
+    search = raw.get("search") or []
+    search = [search] if isinstance(search, str) else list(search)
+    problems += [Problem("hw_eval.mapping.search", f"entries must be among {list(KNOBS)}", knob,
+                         "e.g. search: [first_k_digital, last_k_digital]")
+                 for knob in search if knob not in KNOBS]
+    for key in ("max_k", *KNOBS):
+        value = raw.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            problems.append(Problem(f"hw_eval.mapping.{key}", "must be an integer >= 0", value,
+                                    "e.g. 1 (one layer)"))
+    if problems:
+        raise ConfigError(problems)
+    patterns = raw.get("digital_layers") or []
+    return MappingCfg(search=tuple(search), max_k=raw.get("max_k", 2),
+                      first_k_digital=raw.get("first_k_digital", 0),
+                      last_k_digital=raw.get("last_k_digital", 0),
+                      digital_layers=tuple([patterns] if isinstance(patterns, str) else patterns))
+
+
+def choose(trial: Any, cfg: MappingCfg) -> dict[str, int]:
+    """The trial's mapping: searched knobs from ``trial.suggest_int("mapping.<knob>", 0,
+    max_k)`` (an Optuna trial, or anything with that method), the others as configured."""
+    return {knob: trial.suggest_int(f"mapping.{knob}", 0, cfg.max_k) if knob in cfg.search
+            else getattr(cfg, knob) for knob in KNOBS}
+
+
+def digital_patterns(model: Any, choice: dict[str, int],
+                     cfg: MappingCfg | None = None) -> list[str]:
+    """Layer names (valid shell patterns) to keep digital for ``choice``, plus fixed patterns."""
+    from analog.coverage import mappable_layers
+
+    names = mappable_layers(model)
+    first, last = choice.get("first_k_digital", 0), choice.get("last_k_digital", 0)
+    chosen = names[:first] + (names[len(names) - last:] if last else [])
+    fixed = list(cfg.digital_layers) if cfg else []
+    return list(dict.fromkeys(chosen + fixed))
