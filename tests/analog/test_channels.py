@@ -38,7 +38,7 @@ def test_freezing_keeps_the_digital_function(trained_cnn, digits):
 
 def test_a_dead_channel_ruins_pcm_until_frozen(trained_cnn, digits):
     x, y = digits.x_test, digits.y_test
-    dead = _kill_channel(trained_cnn, 0, 1, 9, digits)  # digital accuracy 0.84 without it
+    dead = _kill_channel(trained_cnn, 0, 1, 9, digits)  # digital accuracy 0.74-0.84 (by seed) without it
     frozen = copy.deepcopy(dead)
     analog.freeze_dead_channels(frozen)
 
@@ -46,7 +46,7 @@ def test_a_dead_channel_ruins_pcm_until_frozen(trained_cnn, digits):
         return analog.evaluate(model, x, y, "pcm", times=("1s",), repeats=3).acc_mean[0]
 
     digital = analog.evaluate(dead, x, y, "digital").acc_mean[0]
-    assert digital > 0.75
+    assert digital > 0.7
     with pytest.warns(analog.DeadChannelWarning, match="1 dead channel"):
         assert pcm(dead) < 0.3  # about chance
     assert analog.dead_channels(dead) == 1 and analog.dead_channels(frozen) == 0
