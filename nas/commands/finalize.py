@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 
 from hwnas.common.errors import ConfigError
 
@@ -56,6 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     launch.add_argument("--workers", type=int, help="Ray Train workers (with --backend ray)")
     p.add_argument("--backend", choices=("torchrun", "ray"), default="torchrun")
     p.add_argument("--no-onnx", dest="onnx", action="store_false")
+    p.add_argument("--out", help="folder for the finalized models and summary.json "
+                   "(default: STUDY_DIR/final)")
     p.set_defaults(func=_finalize)
 
 
@@ -73,9 +76,10 @@ def _finalize(args: argparse.Namespace) -> int:
         distill_mode=args.distill_mode, alpha=args.alpha, temperature=args.temperature,
         epochs=args.epochs, lr=args.lr, nproc=args.nproc, backend=args.backend,
         workers=args.workers or 2, train_limit=args.train_limit, onnx=args.onnx)
-    summary = finalize(args.study_dir, fc)
+    out = Path(args.out) if args.out else Path(args.study_dir) / "final"
+    summary = finalize(args.study_dir, fc, out=out)
     for m in summary["models"]:
-        print(f"\n{m['arch']} -> {args.study_dir}/final/{m['folder']}")
+        print(f"\n{m['arch']} -> {out / m['folder']}")
         for r in m["table"]:
             ratio = f"  (x{r['ratio']:.3f})" if r["ratio"] is not None else ""
             print(f"  {r['label']:<28} {r['before']:>12.4g} -> {r['after']:<12.4g}{ratio}")
