@@ -59,18 +59,20 @@ def optuna_logs(level: int = logging.WARNING, *, tracebacks: bool = False) -> It
     """Optuna's messages at ``level`` through a handler of ours (failed trials in one line unless
     ``tracebacks``); the caller's verbosity and handlers come back on exit."""
     logger = logging.getLogger("optuna")
-    before = optuna.logging.get_verbosity()
+    before, propagate = optuna.logging.get_verbosity(), logger.propagate
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("[optuna %(levelname)s] %(message)s"))
     if not tracebacks:
         handler.addFilter(_NoTraceback())
     optuna.logging.disable_default_handler()
     logger.addHandler(handler)
+    logger.propagate = False  # a root handler (logging.basicConfig) would print the traceback
     optuna.logging.set_verbosity(level)
     try:
         yield
     finally:
         logger.removeHandler(handler)
+        logger.propagate = propagate
         optuna.logging.enable_default_handler()
         optuna.logging.set_verbosity(before)
 
