@@ -136,6 +136,16 @@ class ExportCfg(_Cfg):
     onnx_tolerance: float = Field(1e-4, gt=0)
 
 
+class TrackingCfg(_Cfg):
+    """Where finished trials are logged besides the study storage (the ``tracking`` extra)."""
+
+    mlflow_uri: str | None = Field(None, description=(
+        "MLflow tracking URI: a folder (a local file store, e.g. runs/mlruns) or a server URL; "
+        "one MLflow run per trial in an experiment named after the study"))
+    tensorboard: str | None = Field(None, description=(
+        "folder for TensorBoard event files, one sub-folder per trial (HParams tab)"))
+
+
 class StudyConfig(_Cfg):
     """A whole study. Every field has a default except ``name``, ``space`` and ``objectives``."""
 
@@ -161,6 +171,7 @@ class StudyConfig(_Cfg):
     export: ExportCfg = Field(default_factory=ExportCfg)
     heartbeat_s: int = Field(10, gt=0, description="worker heartbeat; stale after 3x")
     max_failed: int | None = Field(None, gt=0, description="stop a run after this many failures")
+    tracking: TrackingCfg = Field(default_factory=TrackingCfg)
     plugins: list[str] = Field(default_factory=list, description=(
         "modules or .py files to import before validation, in every process (they register "
         "spaces, hardware models, data sets, metrics); a relative path is taken from the "

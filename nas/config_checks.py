@@ -274,6 +274,11 @@ def _run_problems(raw: dict) -> list[Problem]:
         if _str(device) and device.startswith("cuda") and not _has_cuda():
             out.append(Problem(f"{section}.device", "CUDA asked on a machine without CUDA",
                                device, "use device: cpu here, or run on a GPU machine"))
+    tracking = raw.get("tracking")
+    if isinstance(tracking, dict):
+        from nas.tracking import missing_packages
+
+        out += missing_packages(tracking)
     return out + _timing_problems(raw.get("latency"))
 
 

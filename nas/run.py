@@ -89,6 +89,10 @@ def run_search(cfg: StudyConfig, *, out_root: str | Path = "runs", progress: boo
         from nas.drivers.optuna_driver import run as run_optuna
 
         run_optuna(cfg, study_dir, workers=cfg.workers, progress=progress)
+    if cfg.tracking.mlflow_uri or cfg.tracking.tensorboard:
+        from nas.tracking import log_study
+
+        log_study(cfg, store.load_dir(study_dir)[1], study_dir)
     return study_dir
 
 
