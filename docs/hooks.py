@@ -88,7 +88,8 @@ _WHY = {
 def _type(annotation: Any) -> str:
     text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
     text = text or str(annotation).replace("typing.", "")
-    return text.replace("NoneType", "None").replace("|", "&#124;")
+    text = text.replace("NoneType", "None").replace("nas.config.", "")
+    return text.replace("|", "&#124;").replace("<", "&lt;")
 
 
 def _default(field: FieldInfo) -> str:
@@ -122,6 +123,7 @@ def _section(model: type[BaseModel], prefix: str) -> str:
         if not why:
             raise ValueError(f"{model.__name__}.{name} has no description: add one to the "
                              "Field or to docs/hooks.py _WHY")
+        why = why.replace("<", "&lt;").replace("|", "&#124;")
         rows.append(f"| `{name}` | {_type(field.annotation)} | {_default(field)} | {why} |")
     doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
     return "\n".join([head, "", doc, "", *rows, ""])
