@@ -19,8 +19,14 @@ except PackageNotFoundError:  # a source tree that was never installed
 
 # public name -> "module:attribute"
 _PUBLIC: dict[str, str] = {
+    "run": "nas.run:run",
+    "RunResult": "nas.run:RunResult",
+    "StudyFailed": "nas.run:StudyFailed",
+    "result_of": "nas.run:result_of",
     "run_search": "nas.run:run_search",
     "StudyConfig": "nas.config:StudyConfig",
+    "load_study": "nas.config:load_study",
+    "load_plugins": "hwnas.common.plugins:load_plugins",
     "get_space": "search_spaces:get_space",
     "list_spaces": "search_spaces:list_spaces",
     "cost_of": "hw_cost:cost_of",

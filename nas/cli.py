@@ -1,11 +1,18 @@
 """The ``hwnas`` command line. Each command group lives in ``nas/commands/<group>.py`` and exposes
-``add_parser(subparsers)``; its handler is stored as ``func`` in the parsed namespace."""
+``add_parser(subparsers)``; its handler is stored as ``func`` in the parsed namespace.
+
+Conventions shared by every command: ``--version``; ``-q`` (errors and results only) and ``-v``
+(Optuna's info messages and full tracebacks of failed trials); bad input exits 2 with one message
+naming the rule, the value and the fix; a command whose work all failed exits 1.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
+import warnings
 
 from hwnas.common.errors import HwnasError
 
@@ -13,20 +20,41 @@ from hwnas.common.errors import HwnasError
 _GROUPS = ("spaces", "data", "train", "cost", "analog", "search", "finalize")
 
 
+def _version() -> str:
+    import hwnas
+
+    return f"hwnas {hwnas.__version__}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hwnas",
         description="Hardware-aware NAS with measured latency and analog-AI accuracy models.")
+    parser.add_argument("--version", action="version", version=_version())
+    loud = parser.add_mutually_exclusive_group()
+    loud.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1,
+                      default=0, help="print only errors and results (no progress bars)")
+    loud.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
+                      help="print library info messages and full tracebacks of failed trials")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in _GROUPS:
         importlib.import_module(f"nas.commands.{group}").add_parser(sub)
     return parser
 
 
+def log_level(verbosity: int) -> int:
+    return {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}[verbosity]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logging.basicConfig(level=log_level(args.verbosity), format="%(levelname)s %(name)s: "
+                        "%(message)s")
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            if args.verbosity < 0:
+                warnings.simplefilter("ignore")
+            return int(args.func(args) or 0)
     except HwnasError as err:
         print(f"hwnas: error: {err}", file=sys.stderr)
         return 2

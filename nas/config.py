@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from hwnas.common.errors import ConfigError
+from hwnas.common.plugins import is_path, load_entry_points, load_plugins
 from hwnas.train.fit_config import FitConfig
 from nas.config_checks import pydantic_problems, registry_problems
 from nas.objectives import METRICS, Budget, Objective, time_label
@@ -188,13 +189,30 @@ class TabularCfg(_Cfg):
 
 
 class ParetoCfg(_Cfg):
-    reference: dict[str, float] = Field(default_factory=dict)
+    """How the front is scored: the hypervolume's reference point."""
+
+    reference: dict[str, float] = Field(default_factory=dict, description=(
+        "hypervolume reference point, {objective key: value} (keys such as acc_pcm@1d, "
+        "latency_ms). Objectives left out take, in order: the metric's natural worst value "
+        "(accuracy 0), the bound of a budget on the same metric (constraints), else the worst "
+        "value of this run's feasible trials plus 10% of their range, which moves between runs: "
+        "set it to compare hypervolumes across runs. The printed hypervolume states the point."))
 
 
 class ExportCfg(_Cfg):
     top: int | None = Field(None, gt=0, description="export at most this many Pareto models")
     onnx: bool = True
     onnx_tolerance: float = Field(1e-4, gt=0)
+
+
+class TrackingCfg(_Cfg):
+    """Where finished trials are logged besides the study storage (the ``tracking`` extra)."""
+
+    mlflow_uri: str | None = Field(None, description=(
+        "MLflow tracking URI: a folder (a local file store, e.g. runs/mlruns) or a server URL; "
+        "one MLflow run per trial in an experiment named after the study"))
+    tensorboard: str | None = Field(None, description=(
+        "folder for TensorBoard event files, one sub-folder per trial (HParams tab)"))
 
 
 class StudyConfig(_Cfg):
@@ -223,6 +241,11 @@ class StudyConfig(_Cfg):
     export: ExportCfg = Field(default_factory=ExportCfg)
     heartbeat_s: int = Field(10, gt=0, description="worker heartbeat; stale after 3x")
     max_failed: int | None = Field(None, gt=0, description="stop a run after this many failures")
+    tracking: TrackingCfg = Field(default_factory=TrackingCfg)
+    plugins: list[str] = Field(default_factory=list, description=(
+        "modules or .py files to import before validation, in every process (they register "
+        "spaces, hardware models, data sets, metrics); a relative path is taken from the "
+        "study file's folder"))
 
     @field_validator("sampler", mode="before")
     @classmethod
@@ -258,6 +281,7 @@ def validate_study(raw: dict[str, Any]) -> StudyConfig:
     if not isinstance(raw, dict):
         raise ConfigError.one("study", "must be a mapping of keys to values", type(raw).__name__,
                               "write the study as YAML keys (see studies/quickstart.yaml)")
+    _load_plugins(raw.get("plugins"))
     problems = []
     cfg = None
     try:
@@ -273,7 +297,15 @@ def validate_study(raw: dict[str, Any]) -> StudyConfig:
     return cfg
 
 
-def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
+def _load_plugins(items: Any) -> None:
+    """Import the study's plugins before any name is checked (a wrong type is reported later)."""
+    if isinstance(items, list) and all(isinstance(i, str) for i in items):
+        load_plugins(items)
+    else:
+        load_entry_points()
+
+
+def set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
     *path, last = dotted.split(".")
     node = raw
     for part in path:
@@ -298,17 +330,52 @@ def find_study(path_or_name: str | Path) -> Path:
                           "pass a study file path or the name of one in studies/")
 
 
-def load_study(path_or_name: str | Path, overrides: dict[str, Any] | None = None) -> StudyConfig:
-    """Read ``studies/<name>.yaml`` (or a path), apply dotted ``overrides``, validate."""
-    path = find_study(path_or_name)
+def read_yaml(path: Path) -> Any:
+    """``yaml.safe_load`` whose syntax errors name the file, line and column."""
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        return yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        what = " ".join(filter(None, (err.context, err.problem)))
+        raise ConfigError.one(where, "must be valid YAML", what,
+                              f"fix the YAML syntax at line {mark.line + 1 if mark else '?'}, "
+                              f"column {mark.column + 1 if mark else '?'}") from None
     except yaml.YAMLError as err:
-        raise ConfigError.one(str(path), "must be valid YAML", str(err).splitlines()[0],
-                              "fix the YAML syntax at the line shown") from None
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            _set_dotted(raw, key, value)
+        raise ConfigError.one(str(path), "must be valid YAML", str(err),
+                              "fix the YAML syntax") from None
+
+
+def _anchor_paths(raw: dict[str, Any], folder: Path) -> None:
+    """Relative plugin files and tables are taken from the study file's folder when they exist
+    there, so a study travels with its files; absolute paths reach every worker unchanged."""
+    plugins = raw.get("plugins")
+    if isinstance(plugins, list):
+        raw["plugins"] = [str((folder / p).resolve())
+                          if isinstance(p, str) and is_path(p) and (folder / p).is_file()
+                          else p for p in plugins]
+    tab = raw.get("tabular")
+    if isinstance(tab, dict) and isinstance(tab.get("path"), str):
+        rel = folder / tab["path"]
+        if not Path(tab["path"]).is_absolute() and rel.is_file():
+            tab["path"] = str(rel.resolve())
+
+
+def load_study(path_or_name: str | Path, overrides: dict[str, Any] | None = None) -> StudyConfig:
+    """Read ``studies/<name>.yaml`` (or a path), apply dotted ``overrides``, validate.
+
+    The file is validated on its own first: an override never hides an invalid value in the
+    file (``n_trials: "ten"`` stays an error when ``--n-trials 1`` is given)."""
+    path = find_study(path_or_name)
+    raw = read_yaml(path) or {}
+    if isinstance(raw, dict):
+        _anchor_paths(raw, path.parent)
+    cfg = validate_study(raw)
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if not given:
+        return cfg
+    for key, value in given.items():
+        set_dotted(raw, key, value)
     return validate_study(raw)
 
 

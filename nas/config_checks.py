@@ -6,7 +6,6 @@ Registry checks run on the raw mapping (not the typed config) so that a file wit
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +77,13 @@ def pydantic_problems(err: ValidationError, model: type[BaseModel]) -> list[Prob
 
 
 # -- registries -------------------------------------------------------------------------------
-@functools.cache
+# Not cached: a plugin imported later (study file, entry point) adds names.
 def _spaces() -> list[str]:
     from search_spaces import list_spaces
 
     return list_spaces()
 
 
-@functools.cache
 def _datasets() -> list[str]:
     from hwnas.train.data import list_datasets
 
@@ -190,6 +188,14 @@ def _objective_key(item: Any) -> str | None:
         return None
 
 
+def _fraction_keys(raw: dict) -> list[str]:
+    from nas.objectives import METRICS
+
+    items = [i for i in raw.get("objectives") or [] if isinstance(i, dict)]
+    return [k for i, k in zip(items, map(_objective_key, items), strict=True)
+            if k is not None and METRICS.get(i["metric"]).unit == "fraction"]
+
+
 def _resolved_objectives(raw: dict) -> list[str]:
     return [k for k in map(_objective_key, raw.get("objectives") or []) if k is not None]
 
@@ -208,9 +214,14 @@ def _tabular_problems(raw: dict) -> list[Problem]:
         return list(err.problems)
     except (KeyError, TypeError):
         return []
-    return [Problem("tabular", f"table must have a column for every objective: {key}", key,
-                    "add the column or map it under tabular.columns")
-            for key in keys if not table.has(key)]
+    out = [Problem("tabular", f"table must have a column for every objective: {key}", key,
+                   "add the column or map it under tabular.columns")
+           for key in keys if not table.has(key)]
+    out += table.percent_problems([k for k in _fraction_keys(raw) if table.has(k)])
+    space = raw.get("space")
+    if _str(space) and space in _spaces():
+        out += table.key_problems(space)
+    return out
 
 
 def _named_problems(raw: dict) -> list[Problem]:
@@ -263,6 +274,11 @@ def _run_problems(raw: dict) -> list[Problem]:
         if _str(device) and device.startswith("cuda") and not _has_cuda():
             out.append(Problem(f"{section}.device", "CUDA asked on a machine without CUDA",
                                device, "use device: cpu here, or run on a GPU machine"))
+    tracking = raw.get("tracking")
+    if isinstance(tracking, dict):
+        from nas.tracking import missing_packages
+
+        out += missing_packages(tracking)
     return out + _timing_problems(raw.get("latency"))
 
 

@@ -426,8 +426,10 @@ def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc:
     return summary
 
 
-def finalize(study_dir: str | Path, fc: FinalizeConfig, *, log: Any = print) -> dict[str, Any]:
-    """Finalize the top models of ``study_dir``; writes ``final/summary.json`` and returns it."""
+def finalize(study_dir: str | Path, fc: FinalizeConfig, *, log: Any = print,
+             out: str | Path | None = None) -> dict[str, Any]:
+    """Finalize the top models of ``study_dir`` into ``out`` (default ``study_dir/final``);
+    writes ``summary.json`` there and returns it."""
     study_dir = Path(study_dir)
     fc.validate()
     fc.prune_config()  # a bad prune target fails before any work
@@ -439,7 +441,7 @@ def finalize(study_dir: str | Path, fc: FinalizeConfig, *, log: Any = print) -> 
         teacher, fc.teacher, teacher_acc = pick_teacher(pareto_models(study_dir), fc.teacher,
                                                         data, cfg)
         log(f"teacher: {fc.teacher} (digital val accuracy {teacher_acc:.3f})")
-    final_root = study_dir / "final"
+    final_root = Path(out) if out is not None else study_dir / "final"
     models = [finalize_one(p, teacher, data, cfg, fc, final_root, log, teacher_acc)
               for p in paths]
     summary = {"study": cfg.name, "options": asdict(fc), "models": models,

@@ -1,11 +1,14 @@
-"""The report's figures. Each function returns a matplotlib Figure (the caller saves it)."""
+"""The report's figures. Each function returns a matplotlib Figure (the caller saves it).
+
+Figures are built with the object-oriented API (``Figure``, no pyplot): no global backend is
+chosen and no figure is registered with pyplot, so a notebook that imports hwnas keeps its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 from optuna.trial import TrialState
 
 from nas.config import StudyConfig
@@ -35,12 +38,13 @@ def _error_bars(ax: Any, trials: list[Any], x_key: str, y_key: str, c: str) -> N
                     ecolor=c, elinewidth=1, capsize=2, zorder=2)
 
 
-def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> plt.Figure:
+def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> Figure:
     x_obj, y_obj = _axes(cfg)
     done = completed(study)
     ok = [t for t in done if feasible(t)]
     bad = [t for t in done if not feasible(t)]
-    fig, ax = plt.subplots(figsize=(7.5, 5))
+    fig = Figure(figsize=(7.5, 5))
+    ax = fig.subplots()
     ax.scatter(_attr(ok, x_obj.key), _attr(ok, y_obj.key), s=18, c="0.7",
                label=f"trials ({y_obj.hw or 'value'})")
     hw = y_obj.metric.uses_hw and y_obj.hw != "digital"
@@ -76,8 +80,9 @@ def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> plt.Figure:
     return fig
 
 
-def hv_figure(numbers: np.ndarray, hv: np.ndarray, cfg: StudyConfig, study: Any) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(7.5, 3.5))
+def hv_figure(numbers: np.ndarray, hv: np.ndarray, cfg: StudyConfig, study: Any) -> Figure:
+    fig = Figure(figsize=(7.5, 3.5))
+    ax = fig.subplots()
     ax.plot(numbers, hv, c="C2", drawstyle="steps-post")
     ax.set_xlabel("trial number")
     ax.set_ylabel("hypervolume (feasible trials)")
@@ -90,11 +95,12 @@ def hv_figure(numbers: np.ndarray, hv: np.ndarray, cfg: StudyConfig, study: Any)
     return fig
 
 
-def pairs_figure(cfg: StudyConfig, study: Any, front: Front) -> plt.Figure:
+def pairs_figure(cfg: StudyConfig, study: Any, front: Front) -> Figure:
     objs = cfg.objectives_resolved()
     ok = [t for t in completed(study) if feasible(t)]
     n = len(objs)
-    fig, axes = plt.subplots(n, n, figsize=(2.6 * n, 2.6 * n), squeeze=False)
+    fig = Figure(figsize=(2.6 * n, 2.6 * n))
+    axes = fig.subplots(n, n, squeeze=False)
     for i, yo in enumerate(objs):
         for j, xo in enumerate(objs):
             ax = axes[i, j]

@@ -1,8 +1,9 @@
 """``hwnas report runs/<study>``: a self-contained ``report.html`` plus the PNGs beside it.
 
-Figures (matplotlib, Agg): the Pareto front of hardware accuracy against the cost objective with
-each front model's digital accuracy beside it, the hypervolume over trials with the front size,
-and (more than two objectives) every pair of objectives. Then the front, the trial table and,
+Figures (matplotlib's object-oriented API: no global backend is set): the Pareto front of
+hardware accuracy against the cost objective with each front model's digital accuracy beside it,
+the hypervolume over trials with the front size, and (more than two objectives) every pair of
+objectives. Then the front, the trial table and,
 when ``hwnas finalize`` ran, its summary (``final/summary.json``).
 """
 
@@ -14,21 +15,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from hwnas.common.provenance import provenance  # noqa: E402
-from nas import store, summary  # noqa: E402
-from nas.config import StudyConfig  # noqa: E402
-from nas.plots import hv_figure, pairs_figure, pareto_figure  # noqa: E402
+from hwnas.common.provenance import provenance
+from nas import store, summary
+from nas.config import StudyConfig
+from nas.plots import hv_figure, pairs_figure, pareto_figure
 
 
-def _png(fig: plt.Figure, path: Path) -> str:
+def _png(fig: Figure, path: Path) -> str:
     fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
     return base64.b64encode(path.read_bytes()).decode()
 
 

@@ -45,11 +45,39 @@ def completed(study: optuna.Study) -> list[FrozenTrial]:
                          if t.values is not None])
 
 
+def _budget_bound(cfg: StudyConfig, key: str, direction: str) -> float | None:
+    """A budget on the objective's metric bounds the front: the natural fixed reference."""
+    for b in cfg.budgets():
+        if b.key == key:
+            bound = b.max if direction == "minimize" else b.min
+            if bound is not None:
+                return bound
+    return None
+
+
+def reference_sources(cfg: StudyConfig) -> list[str]:
+    """Where each reference coordinate comes from (printed beside the hypervolume)."""
+    out = []
+    for o in cfg.objectives_resolved():
+        if o.key in cfg.pareto.reference:
+            out.append("pareto.reference")
+        elif o.metric.worst is not None:
+            out.append("natural worst")
+        elif _budget_bound(cfg, o.key, o.direction) is not None:
+            out.append("budget")
+        else:
+            out.append("this run's worst + 10%: moves between runs, set pareto.reference")
+    return out
+
+
 def reference(cfg: StudyConfig, values: np.ndarray) -> list[float]:
+    """The hypervolume reference point: ``pareto.reference``, else the metric's natural worst,
+    else a budget's bound, else this run's nadir (the only rule that moves between runs)."""
     objs = cfg.objectives_resolved()
     dirs = [o.direction for o in objs]
     given = explicit_reference([o.key for o in objs], cfg.pareto.reference)
-    worst = [o.metric.worst for o in objs]
+    worst = [o.metric.worst if o.metric.worst is not None
+             else _budget_bound(cfg, o.key, o.direction) for o in objs]
     return _reference_point(values, dirs, worst=worst, explicit=given).tolist()
 
 

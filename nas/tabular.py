@@ -8,12 +8,13 @@ seconds) and to reuse earlier measurements. Columns are metric keys (``acc_digit
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
-from hwnas.common.errors import ConfigError
+from hwnas.common.errors import ConfigError, Problem
 
 SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -88,3 +89,52 @@ class TabularEvaluator:
         return self._rows[cols].to_numpy(dtype=float).tolist()
 
 
+
+    # -- checks behind `hwnas search --check` -----------------------------------------------
+    def key_problems(self, space_name: str, *, checked: int = 200, drawn: int = 20
+                     ) -> list[Problem]:
+        """The key column must hold the space's arch strings, and the space's samples must be
+        rows; otherwise every trial would fail its lookup. Checks a spread of rows and a seeded
+        draw of archs (seconds would be spent on all 15,625 NB201 rows for no new information).
+        """
+        from search_spaces import get_space
+
+        space = get_space(space_name)
+        rows = self.archs()[:: max(1, len(self) // checked)]
+        bad = [a for a in rows if not _valid(space, a)]
+        if bad:
+            return [Problem("tabular.key", f"column {self.key!r} must hold {space_name} arch "
+                            f"strings ({len(bad)} of {len(rows)} rows checked do not)", bad[0],
+                            f"point tabular.key at the arch-string column (columns: "
+                            f"{[self.key, *self._rows.columns]}) or use the table's space")]
+        rng = random.Random(0)
+        archs = [space.random_arch(rng) for _ in range(drawn)]
+        missing = [a for a in archs if a not in self._table]
+        if len(missing) == len(archs):
+            return [Problem("tabular", f"the table must cover space {space_name}: none of "
+                            f"{drawn} sampled archs is a row of {self.path.name}", missing[0],
+                            "use the space the table was built for, or a table of this space")]
+        return []
+
+    def percent_problems(self, fraction_keys: list[str]) -> list[Problem]:
+        """A fraction metric (accuracy) stored as a percentage scores 100x too high and breaks
+        the hypervolume's reference: report columns whose values exceed 1."""
+        out = []
+        for key in fraction_keys:
+            col = self.columns.get(key, key)
+            if col not in self._rows.columns:
+                continue
+            top = float(self._rows[col].max())
+            if top > 1.0:
+                out.append(Problem(f"tabular column {col!r}", f"{key} is a fraction in [0, 1]",
+                                   f"max {top:.4g} (a percentage?)",
+                                   "divide the column by 100 before searching"))
+        return out
+
+
+def _valid(space, arch: object) -> bool:  # noqa: ANN001 - a SearchSpace
+    try:
+        space.validate(str(arch))
+        return True
+    except ConfigError:
+        return False

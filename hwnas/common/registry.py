@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import fnmatch
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
+from hwnas.common import plugins
 from hwnas.common.errors import ConfigError
 
 T = TypeVar("T")
@@ -16,24 +16,33 @@ class Registry(Generic[T]):
     """Named entries of one kind (spaces, data sets, hardware models, latency backends).
 
     ``@REG.register("name")`` adds an entry, ``REG.get(name)`` fetches it with an error that lists
-    the known names, ``REG.list("*pat*")`` filters names with shell-style patterns.
+    the known names, ``REG.list("*pat*")`` filters names with shell-style patterns. A name taken
+    twice is an error naming both origins (two plugins must not silently replace each other);
+    ``replace=True`` overrides on purpose. Reading a registry first imports the installed
+    entry-point plugins (``hwnas.common.plugins``), so their names are there in every process.
     """
 
     def __init__(self, kind: str):
         self.kind = kind
         self._entries: dict[str, T] = {}
+        self._origins: dict[str, str] = {}
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str, *, replace: bool = False) -> Callable[[T], T]:
         def deco(obj: T) -> T:
-            if name in self._entries:
-                warnings.warn(f"{self.kind} {name!r} registered twice; the later one wins",
-                              stacklevel=2)
+            origin = plugins.current() or getattr(obj, "__module__", None) or "?"
+            if name in self._entries and not replace:
+                raise ConfigError.one(
+                    f"{self.kind} {name!r}", "a name is registered once", origin,
+                    f"it is already registered by {self._origins[name]}: rename one of them "
+                    "(or register with replace=True to override on purpose)")
             self._entries[name] = obj
+            self._origins[name] = origin
             return obj
 
         return deco
 
     def get(self, name: str) -> T:
+        plugins.load_entry_points()
         if name not in self._entries:
             raise ConfigError.one(
                 self.kind, f"must be one of {sorted(self._entries)}", name,
@@ -41,13 +50,16 @@ class Registry(Generic[T]):
         return self._entries[name]
 
     def list(self, pattern: str = "*") -> list[str]:
+        plugins.load_entry_points()
         return sorted(n for n in self._entries if fnmatch.fnmatch(n, pattern))
 
     def __contains__(self, name: object) -> bool:
+        plugins.load_entry_points()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.list())
 
     def __len__(self) -> int:
+        plugins.load_entry_points()
         return len(self._entries)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 
 from hwnas.common.errors import ConfigError
 
@@ -56,6 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     launch.add_argument("--workers", type=int, help="Ray Train workers (with --backend ray)")
     p.add_argument("--backend", choices=("torchrun", "ray"), default="torchrun")
     p.add_argument("--no-onnx", dest="onnx", action="store_false")
+    p.add_argument("--out", help="folder for the finalized models and summary.json "
+                   "(default: STUDY_DIR/final)")
     p.set_defaults(func=_finalize)
 
 
@@ -75,9 +78,10 @@ def _finalize(args: argparse.Namespace) -> int:
         workers=args.workers or 2, train_limit=args.train_limit, onnx=args.onnx)
     from nas.finalize import cell, ratio_cell
 
-    summary = finalize(args.study_dir, fc)
+    out = Path(args.out) if args.out else Path(args.study_dir) / "final"
+    summary = finalize(args.study_dir, fc, out=out)
     for m in summary["models"]:
-        print(f"\n{m['arch']} -> {args.study_dir}/final/{m['folder']}")
+        print(f"\n{m['arch']} -> {out / m['folder']}")
         for r in m["table"]:
             print(f"  {r['label']:<26} {r['unit']:<8} {cell(r, 'before'):>24} -> "
                   f"{cell(r, 'after'):<24} {ratio_cell(r)}")

@@ -6,10 +6,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from hwnas.common.errors import ConfigError
+from nas.cli import log_level
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -50,35 +55,67 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage", help="RDB URL shared by workers (default sqlite in the run dir)")
     p.add_argument("--sampler", help="sampler name (default: the study's)")
     p.add_argument("--seed", type=int)
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any config field, dotted, value in YAML (repeatable), e.g. "
+                        "--set train.epochs=2 --set sampler.name=random")
     p.add_argument("--check", action="store_true", help="validate and print the config only")
     p.add_argument("--no-progress", dest="progress", action="store_false")
 
 
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    """``["train.epochs=2", "sampler.name=random"]`` -> dotted overrides, values read as YAML."""
+    import yaml
+
+    out = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError.one("--set", "must be KEY=VALUE with a dotted config key", item,
+                                  "write e.g. --set train.epochs=2")
+        try:
+            out[key.strip()] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            out[key.strip()] = text
+    return out
+
+
 def _overrides(args: argparse.Namespace) -> dict:
-    return {"workers": args.workers, "backend": args.backend, "ray.address": args.address,
-            "ray.cpus_per_trial": args.cpus_per_trial, "ray.gpus_per_trial": args.gpus_per_trial,
-            "ray.max_concurrent": args.max_concurrent, "n_trials": args.n_trials,
-            "timeout": args.timeout, "storage": args.storage, "sampler.name": args.sampler,
-            "seed": args.seed}
+    """The flags that were given, then every ``--set`` (a config key named twice: --set wins)."""
+    flags = {"workers": args.workers, "backend": args.backend, "ray.address": args.address,
+             "ray.cpus_per_trial": args.cpus_per_trial, "ray.gpus_per_trial": args.gpus_per_trial,
+             "ray.max_concurrent": args.max_concurrent, "n_trials": args.n_trials,
+             "timeout": args.timeout, "storage": args.storage, "sampler.name": args.sampler,
+             "seed": args.seed}
+    return {**{k: v for k, v in flags.items() if v is not None}, **parse_sets(args.sets)}
 
 
 def _search(args: argparse.Namespace) -> int:
     import yaml
 
+    from nas import store
     from nas.config import load_study
-    from nas.run import run_search
+    from nas.run import failure_summary, optuna_logs, run_search
 
     cfg = load_study(args.study, _overrides(args))
     if args.check:
         print(yaml.safe_dump(cfg.dump(), sort_keys=False))
         return 0
-    study_dir = run_search(cfg, out_root=args.out, progress=args.progress)
+    level = log_level(args.verbosity)
+    with optuna_logs(level, tracebacks=args.verbosity > 0):
+        study_dir = run_search(cfg, out_root=args.out,
+                               progress=args.progress and args.verbosity >= 0)
+    why = failure_summary(store.load_dir(study_dir)[1])
+    if why:
+        print(f"hwnas: study {cfg.name}: {why}\nstorage: {study_dir} (`hwnas search "
+              f"{args.study} -v` shows each failure's traceback)", file=sys.stderr)
+        return 1
     _print_front(study_dir)
+    code = 0
     if args.export:
-        _export(argparse.Namespace(study_dir=study_dir, top=None, onnx=None))
+        code = _export(argparse.Namespace(study_dir=study_dir, top=None, onnx=None))
     if args.report:
         _report(argparse.Namespace(study_dir=study_dir))
-    return 0
+    return code
 
 
 def _print_front(study_dir: Path, *, robust: bool = False) -> None:
@@ -113,8 +150,10 @@ def _print_front(study_dir: Path, *, robust: bool = False) -> None:
         budgets = "; ".join(f"{c.metric} in [{c.min}, {c.max}]" for c in cfg.constraints)
         console.print(f"no feasible trial yet (budgets: {budgets}); study in {study_dir}")
         return
-    ref = ", ".join(f"{k}={v:.4g}" for k, v in zip(front.keys, front.reference, strict=True))
-    console.print(f"hypervolume {front.hypervolume:.6g} (reference {ref}); study in {study_dir}")
+    ref = ", ".join(f"{k}={v:.4g} ({src})" for k, v, src in zip(
+        front.keys, front.reference, summary.reference_sources(cfg), strict=True))
+    console.print(f"hypervolume {front.hypervolume:.6g} (reference point {ref}); "
+                  f"study in {study_dir}")
 
 
 def _with_se(trial, key: str, value: float, noisy: bool) -> str:  # noqa: ANN001 - FrozenTrial
@@ -131,6 +170,11 @@ def _export(args: argparse.Namespace) -> int:
     from nas.export_study import export_study
 
     rows = export_study(args.study_dir, top=args.top, onnx=args.onnx)
+    if not rows:
+        print(f"hwnas: nothing to export: {args.study_dir} has no feasible Pareto model yet "
+              "(no trial completed within the budgets; see `hwnas pareto "
+              f"{args.study_dir}`)", file=sys.stderr)
+        return 1
     bad = [r for r in rows if r.get("onnx_ok") is False]
     print(f"exported {len(rows)} model(s) to {Path(args.study_dir) / 'pareto'}"
           + (f"; ONNX check FAILED for {len(bad)}" if bad else ""))

@@ -38,7 +38,7 @@ def test_freezing_keeps_the_digital_function(trained_cnn, digits):
 
 def test_a_dead_channel_ruins_pcm_until_frozen(trained_cnn, digits):
     x, y = digits.x_test, digits.y_test
-    dead = _kill_channel(trained_cnn, 0, 1, 9, digits)  # digital accuracy 0.74-0.84 (by seed) without it
+    dead = _kill_channel(trained_cnn, 0, 1, 9, digits)  # digital accuracy 0.74-0.84 by seed
     frozen = copy.deepcopy(dead)
     analog.freeze_dead_channels(frozen)
 

@@ -21,11 +21,13 @@ def test_registry_unknown_name_lists_known():
         reg.get("gamma")
 
 
-def test_registry_overwrite_warns():
+def test_registry_duplicate_is_an_error_unless_replaced():
     reg: Registry[int] = Registry("widget")
     reg.register("a")(1)
-    with pytest.warns(UserWarning, match="twice"):
+    with pytest.raises(ConfigError, match="registered once.*already registered by"):
         reg.register("a")(2)
+    assert reg.get("a") == 1  # the first entry is kept
+    reg.register("a", replace=True)(2)
     assert reg.get("a") == 2
 
 
