@@ -18,7 +18,8 @@ from search_spaces.mbconv import STAGES
 from search_spaces.supernet.base import Supernet, leading
 from search_spaces.supernet.registry import register_supernet
 
-KERNELS = (7, 5, 3)  # the bank's kernel first, then each smaller one derived from the previous
+# (from, to): the bank's 7x7 first, then each smaller kernel from the one before
+STEPS = ((7, 5), (5, 3))
 _DW = re.compile(r"blocks\.\d+\.\d+\.conv_dw\.weight")
 
 
@@ -44,7 +45,7 @@ class MBConvSupernet(Supernet):
         self.kernel_tf = nn.ParameterDict()
         for name in self.params:
             if _DW.fullmatch(name.replace("~", ".")):
-                for big, small in zip(KERNELS, KERNELS[1:]):
+                for big, small in STEPS:
                     self.kernel_tf[f"{name}~{big}to{small}"] = nn.Parameter(
                         torch.eye(small * small))
 
@@ -53,7 +54,7 @@ class MBConvSupernet(Supernet):
             return leading(bank, shape)
         w = bank[:shape[0]]
         name = bank_key.replace(".", "~")
-        for big, small in zip(KERNELS, KERNELS[1:]):
+        for big, small in STEPS:
             tf = self.kernel_tf[f"{name}~{big}to{small}"]
             w = (_centre(w, small).flatten(2) @ tf.T).view(*w.shape[:2], small, small)
             if small == shape[-1]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from search_spaces.resnet import BLOCKS, BRANCHES, MAX_GROUPS, STEMS, WIDTHS
-from search_spaces.supernet.registry import register_supernet
 from search_spaces.supernet.base import Supernet
+from search_spaces.supernet.registry import register_supernet
 
 
 def _arch(stem: int, groups: list[tuple[int, int, int]]) -> str:
