@@ -39,6 +39,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--bn-images", type=int, default=500, help="BN recalibration images")
     s.add_argument("--eval-limit", type=int, default=2000, help="validation images scored")
     s.set_defaults(func=cmd_score)
+    r = groups.add_parser("refine", help="fine-tune a supernet study's top front members "
+                          "standalone and export them to runs/<study>/refined/")
+    r.add_argument("study_dir", help="runs/<study> of an `evaluator: supernet` study")
+    r.add_argument("--top", type=int, default=None, help="members (default supernet.refine_top)")
+    r.add_argument("--epochs", type=float, default=None,
+                   help="fine-tuning epochs (default supernet.refine_epochs)")
+    r.set_defaults(func=cmd_refine)
 
 
 def _config(args: argparse.Namespace):  # noqa: ANN202 - SupernetTrainConfig
@@ -95,3 +102,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         acc = evaluate(model, data.x_val[:args.eval_limit], data.y_val[:args.eval_limit])["acc"]
         print(f"{arch}  acc_digital {acc:.4f}")
     return 0
+
+
+def cmd_refine(args: argparse.Namespace) -> int:
+    from nas.supernet_eval import refine_front
+
+    rows = refine_front(args.study_dir, top=args.top, epochs=args.epochs)
+    return 0 if rows else 1
