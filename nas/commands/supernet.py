@@ -23,6 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--batch-size", type=int, default=64)
     t.add_argument("--k", type=int, default=2, help="random sub-networks per step (sandwich)")
     t.add_argument("--lr", type=float, default=0.05)
+    t.add_argument("--warmup-steps", type=int, default=20)
     t.add_argument("--no-distill", action="store_true", help="labels for every sub-network")
     t.add_argument("--hwa", action="store_true",
                    help=f"analog-aware: weight noise {HWA_NOISE} of each channel's max |w|")
@@ -57,6 +58,7 @@ def _config(args: argparse.Namespace):  # noqa: ANN202 - SupernetTrainConfig
     return SupernetTrainConfig(
         space=args.space, data=args.data, train_limit=args.train_limit or None,
         steps=args.steps, batch_size=args.batch_size, k=args.k, lr=args.lr,
+        warmup_steps=args.warmup_steps,
         distill=not args.no_distill, hwa_noise=noise, seed=args.seed)
 
 
