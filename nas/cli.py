@@ -17,7 +17,7 @@ import warnings
 from hwnas.common.errors import HwnasError
 
 # Command groups, in the order ``--help`` lists them.
-_GROUPS = ("spaces", "data", "train", "cost", "analog", "search", "finalize")
+_GROUPS = ("spaces", "data", "train", "supernet", "cost", "analog", "search", "finalize")
 
 
 def _version() -> str:

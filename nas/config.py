@@ -215,6 +215,20 @@ class TrackingCfg(_Cfg):
         "folder for TensorBoard event files, one sub-folder per trial (HParams tab)"))
 
 
+class SupernetCfg(_Cfg):
+    """Weight-sharing evaluation (``evaluator: supernet``): candidates inherit their weights."""
+
+    checkpoint: str | None = Field(None, description="supernet file; default "
+                                   "runs/<study>/supernet.pt, trained as step 0 when missing")
+    train: dict[str, Any] = Field(default_factory=dict, description="SupernetTrainConfig fields "
+                                  "for step 0 (steps, batch_size, k, lr, hwa_noise, ...)")
+    bn_images: int = Field(500, gt=0, description="train images that re-estimate each "
+                           "candidate's BatchNorm statistics")
+    refine_top: int = Field(3, ge=0, description="front members fine-tuned standalone by "
+                            "`hwnas supernet refine`")
+    refine_epochs: float = Field(1.0, gt=0)
+
+
 class StudyConfig(_Cfg):
     """A whole study. Every field has a default except ``name``, ``space`` and ``objectives``."""
 
@@ -237,6 +251,8 @@ class StudyConfig(_Cfg):
     workers: int = Field(1, gt=0)
     ray: RayCfg = Field(default_factory=RayCfg)
     tabular: TabularCfg | None = None
+    evaluator: Literal["train", "supernet"] = "train"
+    supernet: SupernetCfg = Field(default_factory=SupernetCfg)
     pareto: ParetoCfg = Field(default_factory=ParetoCfg)
     export: ExportCfg = Field(default_factory=ExportCfg)
     heartbeat_s: int = Field(10, gt=0, description="worker heartbeat; stale after 3x")

@@ -172,10 +172,16 @@ class Evaluator:
         data, fit_cfg = schedule.budgeted(self.cfg, self.data, budget)
         info["seeds"] = TrialSeeds(self.cfg.seed).as_dict()
         with torch_threads(self.cfg.train.threads):
-            model = self.build(arch)
-            result = fit(model, data, fit_cfg)
-            metrics.update(train_loss=result.train_loss, train_seconds=result.seconds,
-                           train_images_per_s=result.images_per_s)
+            if self.cfg.evaluator == "supernet":  # inherited weights instead of proxy training
+                from nas.supernet_eval import inherited_model
+
+                model = inherited_model(self.cfg, data, arch, metrics, info)
+            else:
+                model = self.build(arch)
+                result = fit(model, data, fit_cfg)
+                metrics.update(train_loss=result.train_loss, train_seconds=result.seconds,
+                               train_images_per_s=result.images_per_s)
+                info["train_epochs"] = result.epochs
             x, y = self._eval_split()
             acc = evaluate(model, x, y, device=self.cfg.train.device)["acc"]
             metrics.update(acc_digital=acc, acc_digital_se=sampling_se(acc, len(y)),
@@ -183,7 +189,6 @@ class Evaluator:
             for hw, times in self.hw_times().items():
                 if hw != "digital":
                     metrics.update(glue.hw_accuracy(self.cfg, model, data, hw, times, x, y))
-        info["train_epochs"] = result.epochs
         return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
     def build(self, arch: str) -> nn.Module:

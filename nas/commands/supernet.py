@@ -1,0 +1,113 @@
+"""`hwnas supernet train SPACE`: train a weight-sharing supernet (sandwich rule, in-place
+distillation, optional HWA noise) with checkpoints and resume; `hwnas supernet score` scores
+sub-networks with inherited weights."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+HWA_NOISE = 0.05  # analog.hwa.HwaOptions' default weight noise
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("supernet", help="train and score weight-sharing supernets")
+    groups = p.add_subparsers(dest="supernet_command", required=True, metavar="ACTION")
+    t = groups.add_parser("train", help="train SPACE's supernet (sandwich rule, distillation)")
+    t.add_argument("space", help="search space with a supernet (resnet, mbconv, vit)")
+    t.add_argument("--data", default="fashion_mnist")
+    t.add_argument("--train-limit", type=int, default=5000,
+                   help="training images (0: the whole train split)")
+    t.add_argument("--steps", type=int, default=300)
+    t.add_argument("--batch-size", type=int, default=64)
+    t.add_argument("--k", type=int, default=2, help="random sub-networks per step (sandwich)")
+    t.add_argument("--lr", type=float, default=0.05)
+    t.add_argument("--warmup-steps", type=int, default=20)
+    t.add_argument("--no-distill", action="store_true", help="labels for every sub-network")
+    t.add_argument("--hwa", action="store_true",
+                   help=f"analog-aware: weight noise {HWA_NOISE} of each channel's max |w|")
+    t.add_argument("--hwa-noise", type=float, default=None, help="HWA noise (implies --hwa)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", default=None, help="checkpoint (default runs/supernet/SPACE[-hwa].pt)")
+    t.add_argument("--resume", action="store_true", help="continue from --out")
+    t.add_argument("--checkpoint-every", type=int, default=50)
+    t.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    t.set_defaults(func=cmd_train)
+    s = groups.add_parser("score", help="digital accuracy of sub-networks with inherited weights")
+    s.add_argument("checkpoint")
+    s.add_argument("arch", nargs="+")
+    s.add_argument("--bn-images", type=int, default=500, help="BN recalibration images")
+    s.add_argument("--eval-limit", type=int, default=2000, help="validation images scored")
+    s.set_defaults(func=cmd_score)
+    r = groups.add_parser("refine", help="fine-tune a supernet study's top front members "
+                          "standalone and export them to runs/<study>/refined/")
+    r.add_argument("study_dir", help="runs/<study> of an `evaluator: supernet` study")
+    r.add_argument("--top", type=int, default=None, help="members (default supernet.refine_top)")
+    r.add_argument("--epochs", type=float, default=None,
+                   help="fine-tuning epochs (default supernet.refine_epochs)")
+    r.set_defaults(func=cmd_refine)
+
+
+def _config(args: argparse.Namespace):  # noqa: ANN202 - SupernetTrainConfig
+    from search_spaces.supernet import SUPERNETS
+    from search_spaces.supernet.train import SupernetTrainConfig
+
+    SUPERNETS.get(args.space)
+    noise = args.hwa_noise if args.hwa_noise is not None else (HWA_NOISE if args.hwa else 0.0)
+    return SupernetTrainConfig(
+        space=args.space, data=args.data, train_limit=args.train_limit or None,
+        steps=args.steps, batch_size=args.batch_size, k=args.k, lr=args.lr,
+        warmup_steps=args.warmup_steps,
+        distill=not args.no_distill, hwa_noise=noise, seed=args.seed)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import torch
+
+    from search_spaces.supernet.train import train_supernet
+
+    cfg = _config(args)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = Path(args.out or f"runs/supernet/{cfg.space}{'-hwa' if cfg.hwa_noise else ''}.pt")
+    every = max(1, cfg.steps // 20)
+
+    def progress(p: dict) -> None:
+        if p["step"] % every == 0 or p["step"] == p["steps"]:
+            print(f"  step {p['step']:5d}/{p['steps']}  loss largest {p['loss_largest']:.3f}  "
+                  f"smallest {p['loss_smallest']:.3f}  {p['seconds']:7.1f} s", flush=True)
+
+    print(f"supernet {cfg.space} | {cfg.data} {cfg.train_limit or 'all'} images | "
+          f"{cfg.steps} steps x (2 + {cfg.k}) sub-networks | hwa noise {cfg.hwa_noise} | "
+          f"{torch.get_num_threads()} threads")
+    summary = train_supernet(cfg, out, resume=args.resume, on_progress=progress,
+                             checkpoint_every=args.checkpoint_every)
+    print(f"trained in {summary['seconds']:.1f} s -> {out}")
+    print(json.dumps(summary))
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from hwnas.train.loop import evaluate
+    from search_spaces.supernet.train import (
+        SupernetTrainConfig,
+        inherit,
+        load_data_for,
+        load_supernet,
+    )
+
+    net, meta = load_supernet(args.checkpoint)
+    data = load_data_for(SupernetTrainConfig(**meta["config"]))
+    for arch in args.arch:
+        model = inherit(net, arch, data.x_train[:args.bn_images])
+        acc = evaluate(model, data.x_val[:args.eval_limit], data.y_val[:args.eval_limit])["acc"]
+        print(f"{arch}  acc_digital {acc:.4f}")
+    return 0
+
+
+def cmd_refine(args: argparse.Namespace) -> int:
+    from nas.supernet_eval import refine_front
+
+    rows = refine_front(args.study_dir, top=args.top, epochs=args.epochs)
+    return 0 if rows else 1

@@ -1,0 +1,217 @@
+"""Supernet training (BigNAS): the sandwich rule with in-place distillation, optional HWA noise.
+
+Each step draws one batch and runs the largest sub-network on the labels, then the smallest and
+``k`` random ones on the largest one's soft predictions (in-place distillation), accumulating
+the gradients of all of them into the shared bank before one optimizer step. With
+``hwa_noise`` > 0 every forward sees Gaussian weight noise relative to each output channel's max
+|w| (the analog-aware supernet, as ``analog.hwa`` trains single models).
+
+Every random draw of step ``s`` (batch, augmentation, sub-networks, weight noise) comes from
+generators seeded by ``(seed, s)``, so a resumed run continues exactly as an uninterrupted one.
+Checkpoints hold tensors and plain metadata only: ``torch.load(path, weights_only=True)`` reads
+them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from hwnas.common.errors import ConfigError, Problem
+from search_spaces.supernet import Supernet, build_supernet, recalibrate_bn
+
+FORMAT = "hwnas-supernet/1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SupernetTrainConfig:
+    """How one supernet is trained; stored in its checkpoint and checked on resume."""
+
+    space: str
+    data: str = "fashion_mnist"
+    train_limit: int | None = 5000
+    """Training images used (None: the whole train split)."""
+    steps: int = 300
+    batch_size: int = 64
+    k: int = 2
+    """Random sub-networks per step, besides the largest and the smallest (sandwich rule)."""
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 5e-5
+    warmup_steps: int = 20
+    distill: bool = True
+    """In-place distillation: the non-largest sub-networks learn the largest one's outputs."""
+    hwa_noise: float = 0.0
+    """HWA weight-noise std relative to each output channel's max |w| (0: digital supernet)."""
+    augment: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        rules = [("steps", self.steps >= 1, "pass e.g. 300"),
+                 ("batch_size", self.batch_size >= 2, "pass e.g. 64 (BN needs 2+ images)"),
+                 ("k", self.k >= 0, "pass 0 or more random sub-networks per step"),
+                 ("lr", self.lr > 0, "pass e.g. 0.05"),
+                 ("hwa_noise", 0 <= self.hwa_noise < 1, "pass 0 (digital) or e.g. 0.05"),
+                 ("warmup_steps", 0 <= self.warmup_steps, "pass e.g. 20")]
+        problems = [Problem(f"supernet train {name}", "is out of range", getattr(self, name), fix)
+                    for name, ok, fix in rules if not ok]
+        if problems:
+            raise ConfigError(problems)
+
+
+def _step_seed(seed: int, step: int) -> int:
+    return (seed * 1_000_003 + step) % (2**63)
+
+
+def _batch(data, cfg: SupernetTrainConfig, step: int):  # noqa: ANN001 - DataSplits
+    from hwnas.train.loader import Augment, augment_batch
+
+    gen = torch.Generator().manual_seed(_step_seed(cfg.seed, step))
+    idx = torch.randperm(len(data.y_train), generator=gen)[:cfg.batch_size]
+    x = data.x_train[idx]
+    if cfg.augment:
+        x = augment_batch(x, Augment(data.crop_pad, data.flip), gen)
+    return x, data.y_train[idx]
+
+
+def sandwich_step(net: Supernet, x: torch.Tensor, y: torch.Tensor, cfg: SupernetTrainConfig,
+                  rng: random.Random) -> list[float]:
+    """Accumulate the gradients of one sandwich (largest, smallest, k random); their losses."""
+    teacher, losses = None, []
+    for arch in net.sandwich(rng, cfg.k):
+        net.activate(arch)
+        logits = net(x)
+        if teacher is None or not cfg.distill:
+            loss = F.cross_entropy(logits, y)
+        else:
+            loss = F.kl_div(F.log_softmax(logits, 1), F.softmax(teacher, 1),
+                            reduction="batchmean")
+        if teacher is None:
+            teacher = logits.detach()
+        loss.backward()
+        losses.append(loss.item())
+    return losses
+
+
+def _optimizer(net: Supernet, cfg: SupernetTrainConfig):  # noqa: ANN202
+    from hwnas.train.loop import FitConfig, build_optimizer, build_scheduler
+
+    opt = build_optimizer(net, FitConfig(lr=cfg.lr, momentum=cfg.momentum,
+                                         weight_decay=cfg.weight_decay))
+    return opt, build_scheduler(opt, cfg.steps, cfg.warmup_steps)
+
+
+def load_data_for(cfg: SupernetTrainConfig, **kwargs: Any):  # noqa: ANN201 - DataSplits
+    from hwnas.train.data import load_data
+
+    return load_data(cfg.data, train_limit=cfg.train_limit, seed=cfg.seed, **kwargs)
+
+
+def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = False,
+                   checkpoint_every: int = 50,
+                   on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Train (or resume) the supernet of ``cfg.space``; checkpoints to ``out``; a summary."""
+    out = Path(out)
+    data = load_data_for(cfg)
+    torch.manual_seed(cfg.seed)  # the bank's initialisation
+    net = build_supernet(cfg.space, in_chans=data.in_chans, num_classes=data.num_classes,
+                         img_size=data.img_size)
+    net.weight_noise = cfg.hwa_noise
+    opt, sched = _optimizer(net, cfg)
+    start, seconds = 0, 0.0
+    if resume and out.exists():
+        ck = read_checkpoint(out, space=cfg.space)
+        check_same_config(ck["config"], asdict(cfg), out)
+        net.load_state_dict(ck["state_dict"])
+        opt.load_state_dict(ck["optimizer"])
+        sched.load_state_dict(ck["scheduler"])
+        start, seconds = ck["step"], ck["seconds"]
+    for step in range(start, cfg.steps):
+        t0 = time.perf_counter()
+        net.train()
+        opt.zero_grad(set_to_none=True)
+        x, y = _batch(data, cfg, step)
+        with torch.random.fork_rng():
+            torch.manual_seed(_step_seed(cfg.seed, step))  # the HWA noise stream
+            losses = sandwich_step(net, x, y, cfg, random.Random(_step_seed(cfg.seed, step)))
+        if not all(math.isfinite(v) for v in losses):
+            raise ConfigError.one("supernet training", "the loss must stay finite",
+                                  f"{losses} at step {step + 1}", "lower --lr or add warm-up")
+        opt.step()
+        sched.step()
+        seconds += time.perf_counter() - t0
+        done = step + 1
+        if done % checkpoint_every == 0 or done == cfg.steps:
+            save_checkpoint(out, net, cfg, opt, sched, done, seconds)
+        if on_progress is not None:
+            on_progress({"step": done, "steps": cfg.steps, "loss_largest": losses[0],
+                         "loss_smallest": losses[1], "seconds": seconds})
+    return {"space": cfg.space, "steps": cfg.steps, "seconds": seconds, "checkpoint": str(out),
+            "resumed_from": start}
+
+
+def check_same_config(stored: dict[str, Any], wanted: dict[str, Any], path: Path) -> None:
+    changed = {k: (stored.get(k), v) for k, v in wanted.items() if stored.get(k) != v}
+    if changed:
+        raise ConfigError([Problem(f"resume {path}", f"{k} must match the checkpoint's config",
+                                   f"{new!r} (checkpoint: {old!r})",
+                                   "resume with the same settings, or train to a new --out")
+                           for k, (old, new) in changed.items()])
+
+
+def save_checkpoint(path: Path, net: Supernet, cfg: SupernetTrainConfig, opt, sched,  # noqa: ANN001
+                    step: int, seconds: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save({"format": FORMAT, **net.describe(), "config": asdict(cfg), "step": step,
+                "seconds": seconds, "state_dict": net.state_dict(),
+                "optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp)
+    os.replace(tmp, path)  # a crash mid-write never leaves a truncated checkpoint
+
+
+def read_checkpoint(path: str | Path, *, space: str | None = None) -> dict[str, Any]:
+    """A supernet checkpoint's contents (weights-only load); checks format and space."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError.one("supernet checkpoint", "must be an existing file", str(path),
+                              "train one with `hwnas supernet train SPACE --out PATH`")
+    ck = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(ck, dict) or ck.get("format") != FORMAT:
+        raise ConfigError.one("supernet checkpoint", f"must be a {FORMAT} file", str(path),
+                              "pass a file written by `hwnas supernet train`")
+    if space is not None and ck["space"] != space:
+        raise ConfigError.one("supernet checkpoint", f"must be a {space} supernet",
+                              f"{path} holds a {ck['space']} supernet",
+                              f"train one with `hwnas supernet train {space}` or pick its file")
+    return ck
+
+
+def load_supernet(path: str | Path, *, space: str | None = None) -> tuple[Supernet, dict]:
+    """The trained supernet in eval mode and its checkpoint metadata (config, step, seconds)."""
+    ck = read_checkpoint(path, space=space)
+    net = build_supernet(ck["space"], in_chans=ck["in_chans"], num_classes=ck["num_classes"],
+                         img_size=ck["img_size"])
+    net.load_state_dict(ck["state_dict"])
+    meta = {k: ck[k] for k in ("space", "config", "step", "seconds", "in_chans", "num_classes",
+                               "img_size")}
+    return net.eval(), meta
+
+
+def inherit(net: Supernet, arch: str, calib: torch.Tensor, *, batch_size: int = 250):
+    """Sub-network ``arch`` with inherited weights and BN statistics re-estimated on ``calib``."""
+    model = net.extract(arch)
+    recalibrate_bn(model, calib, batch_size=batch_size)
+    return model
+
+
+__all__ = ["FORMAT", "SupernetTrainConfig", "check_same_config", "inherit", "load_supernet",
+           "read_checkpoint", "sandwich_step", "train_supernet"]
