@@ -380,19 +380,31 @@ def _anchor_paths(raw: dict[str, Any], folder: Path) -> None:
 def load_study(path_or_name: str | Path, overrides: dict[str, Any] | None = None) -> StudyConfig:
     """Read ``studies/<name>.yaml`` (or a path), apply dotted ``overrides``, validate.
 
-    The file is validated on its own first: an override never hides an invalid value in the
-    file (``n_trials: "ten"`` stays an error when ``--n-trials 1`` is given)."""
+    The file's values are type-checked on their own first: an override never hides an invalid
+    value in the file (``n_trials: "ten"`` stays an error when ``--n-trials 1`` is given).
+    What the values refer to outside the file (a table path, a registered name) is checked on
+    the merged config, so ``--set tabular.path=...`` can point a shipped study at a table."""
     path = find_study(path_or_name)
     raw = read_yaml(path) or {}
     if isinstance(raw, dict):
         _anchor_paths(raw, path.parent)
-    cfg = validate_study(raw)
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     if not given:
-        return cfg
+        return validate_study(raw)
+    _check_values(raw)
     for key, value in given.items():
         set_dotted(raw, key, value)
     return validate_study(raw)
+
+
+def _check_values(raw: Any) -> None:
+    """Types and ranges of a study file alone (pydantic), every problem at once."""
+    if not isinstance(raw, dict):
+        validate_study(raw)  # raises the "must be a mapping" error
+    try:
+        StudyConfig.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(pydantic_problems(err, StudyConfig)) from None
 
 
 def save_config(cfg: StudyConfig, path: Path) -> None:
