@@ -6,7 +6,10 @@ Per recipe, over the truth architectures it scored:
   truth's ``pcm@1d`` (digitally trained), with a 95% bootstrap interval over architectures;
 - top-5 overlap: how many of the truth's 5 best the recipe also puts in its 5 best;
 - tau seeds: Kendall tau between the recipe's scores under seed 0 and seed 1;
-- seconds per candidate: median wall time of training and scoring one candidate.
+- seconds per candidate: median wall time of training and scoring one candidate;
+- median SE and median seed gap (points): the reported standard error of one score (evaluation
+  noise) next to how far one architecture's score moves between seed 0 and seed 1 (mostly
+  training noise: initialisation and batch order).
 """
 
 from __future__ import annotations
@@ -51,9 +54,13 @@ def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int) -> list[dict
         both = per_seed.dropna()
         row: dict[str, Any] = {"recipe": recipe, "archs scored": len(per_seed),
                                "s / candidate": float(mine.seconds.median())}
+        row["median SE (pt)"] = 100 * float(mine.acc_se.median())
         if both.shape[1] >= 2:
             row["tau seeds"] = _tau(both.iloc[:, 0].values, both.iloc[:, 1].values)
             row["archs (seeds)"] = len(both)
+            # training noise next to evaluation noise: how far one arch moves with the seed
+            gap = (both.iloc[:, 0] - both.iloc[:, 1]).abs()
+            row["median seed gap (pt)"] = 100 * float(gap.median())
         common = per_seed.mean(axis=1).index.intersection(ref.index)
         if len(common):
             a, b = per_seed.mean(axis=1)[common].values, ref[common].values
