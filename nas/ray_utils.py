@@ -151,7 +151,8 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
 
         added = next(t for t in reversed(study.get_trials(deepcopy=False))
                      if t.user_attrs.get("ray_trial_id") == trial.trial_id)
-        store.upload_weights_to(study_dir, added, torch.load(weights, weights_only=True))
+        store.upload_weights_to(study_dir, study, added,
+                                torch.load(weights, weights_only=True))
 
 
 class CopyToStudy(tune.Callback):

@@ -164,14 +164,21 @@ def upload_weights(study_dir: Path, trial: optuna.Trial, state_dict: dict[str, A
                                study_or_trial=trial)
 
 
-def upload_weights_to(study_dir: Path, trial: FrozenTrial, state_dict: dict[str, Any]) -> str:
-    """Store weights for a trial created after the fact (a Ray result copied into the storage),
-    through Optuna's public ``upload_artifact`` with the study's storage."""
+def upload_weights_to(study_dir: Path, study: optuna.Study, trial: FrozenTrial,
+                      state_dict: dict[str, Any]) -> str:
+    """Store weights for a trial created after the fact (a Ray result copied into the storage).
+
+    Optuna refuses new artifacts on a finished trial, so these hang on the study under the
+    trial's own name (``trial<N>_weights.pt``), where ``load_weights`` looks next."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / WEIGHTS
+        path = Path(tmp) / _study_level_name(trial.number)
         torch.save(state_dict, path)
         return upload_artifact(artifact_store=artifact_store(study_dir), file_path=str(path),
-                               study_or_trial=trial, storage=storage_of(study_dir))
+                               study_or_trial=study)
+
+
+def _study_level_name(number: int) -> str:
+    return f"trial{number}_{WEIGHTS}"
 
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
@@ -192,9 +199,13 @@ def load_weights(study_dir: Path, study: optuna.Study, trial: FrozenTrial) -> di
     """Trained weights of ``trial`` (or of an earlier trial of the same arch), None if absent."""
     arch = trial.user_attrs.get("arch")
     storage = storage_of(study_dir)
+    on_study = None
     for t in [trial, *[u for u in study.get_trials(deepcopy=False)
                        if u.user_attrs.get("arch") == arch and u.number != trial.number]]:
         metas = [m for m in get_all_artifact_meta(t, storage=storage) if m.filename == WEIGHTS]
+        if not metas:  # a copied Ray result keeps its weights on the study
+            on_study = on_study if on_study is not None else get_all_artifact_meta(study)
+            metas = [m for m in on_study if m.filename == _study_level_name(t.number)]
         if metas:
             with artifact_store(study_dir).open_reader(metas[-1].artifact_id) as f:
                 return torch.load(f, map_location="cpu", weights_only=True)
