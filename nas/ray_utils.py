@@ -140,8 +140,10 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
         study.add_trial(create_trial(state=TrialState.FAIL, params=params, distributions=dists,
                                      user_attrs=attrs))
         return
-    attrs.update(_numbers(result), feasible=bool(result.get("feasible", True)),
-                 info=result.get("info") or {})
+    info = dict(result.get("info") or {})
+    if "seeds" in info:  # every random stream of the trial, as the Optuna driver stores it
+        attrs["seeds"] = info.pop("seeds")
+    attrs.update(_numbers(result), feasible=bool(result.get("feasible", True)), info=info)
     constraints = {k[len(_C):]: float(v) for k, v in result.items() if k.startswith(_C)}
     study.add_trial(create_trial(params=params, distributions=dists, values=values,
                                  user_attrs=attrs, constraints=constraints or None))
