@@ -17,6 +17,20 @@ from pydantic.fields import FieldInfo
 # Fields whose meaning is their section's docstring or obvious from the name get one line here,
 # so that every field of the reference has a description (a new field without one fails --strict).
 _WHY = {
+    "StudyConfig.schedule": "multi-objective successive halving or Hyperband "
+                            "(docs/successive_halving.md); type none trains every candidate at "
+                            "the full budget",
+    "ScheduleCfg.type": "none, sh (asynchronous successive halving) or hyperband",
+    "ScheduleCfg.eta": "promotion factor: the best 1/eta of a rung move up (> 1)",
+    "ScheduleCfg.min_budget": "budget of the lowest rung, in units of resource",
+    "ScheduleCfg.max_budget": "budget of the top rung (the study's full budget)",
+    "ScheduleCfg.resource": "what a budget varies: epochs, images or steps",
+    "TrainCfg.eval_batch_size": "images per batch when scoring (memory, not results)",
+    "StudyConfig.evaluator": "train: proxy-train every candidate; supernet: inherit weights "
+                             "from a weight-sharing supernet",
+    "StudyConfig.supernet": "the supernet of evaluator: supernet (checkpoint, step-0 training, "
+                            "BN recalibration, refine)",
+    "SupernetCfg.refine_epochs": "epochs of standalone fine-tuning per refined front member",
     "StudyConfig.name": "study name: the run folder runs/<name> and the Optuna study name",
     "StudyConfig.description": "free text shown in the report",
     "StudyConfig.space": "a registered search space (`hwnas spaces list`)",
