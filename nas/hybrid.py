@@ -34,8 +34,6 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nas.pareto import pareto_mask
 
-_MODE = "hwnas:move"
-
 
 class HybridSampler(BaseSampler):
     """Random start, then per trial either mutate a Pareto-front member or ask TPE; no repeats.
@@ -58,6 +56,8 @@ class HybridSampler(BaseSampler):
         self._random = RandomSampler(seed=seed)
         self._space = IntersectionSearchSpace(include_pruned=True)
         self._parents: dict[int, dict[str, Any]] = {}
+        self.moves: dict[int, str] = {}
+        """Each trial's move (random, tpe or mutate) by trial number, for this process's trials."""
 
     def reseed_rng(self) -> None:
         self._tpe.reseed_rng()
@@ -69,15 +69,14 @@ class HybridSampler(BaseSampler):
         return np.random.default_rng([self._seed, trial.number, stream])
 
     def _move(self, study: Study, trial: FrozenTrial) -> str:
-        if _MODE in trial.system_attrs:
-            return trial.system_attrs[_MODE]
+        if trial.number in self.moves:
+            return self.moves[trial.number]
         done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if len(done) < self._n_startup:
             move = "random"
         else:
             move = "mutate" if self._rng(trial, 0).random() < self._p_mut else "tpe"
-        study._storage.set_trial_system_attr(trial._trial_id, _MODE, move)
-        trial.system_attrs[_MODE] = move
+        self.moves[trial.number] = move
         return move
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial

@@ -141,16 +141,15 @@ def reference_point(values: np.ndarray, directions: Sequence[str], *,
 
 
 def hypervolume(values: np.ndarray, directions: Sequence[str], reference: Sequence[float]) -> float:
-    """Exact hypervolume dominated by ``values`` and bounded by ``reference`` (Optuna's WFG)."""
-    from optuna._hypervolume import compute_hypervolume
+    """Exact hypervolume dominated by ``values`` and bounded by ``reference`` (moocore)."""
+    import moocore
 
     loss = to_loss(values, directions)
     ref = to_loss(np.asarray(reference, dtype=float).reshape(1, -1), directions)[0]
     inside = loss[np.all(loss < ref, axis=1)] if len(loss) else loss
     if len(inside) == 0:
         return 0.0
-    front = inside[pareto_mask(inside, ["minimize"] * len(ref))]
-    return float(compute_hypervolume(np.unique(front, axis=0), ref, assume_pareto=True))
+    return float(moocore.hypervolume(inside, ref=ref))
 
 
 def hypervolume_history(values: np.ndarray, directions: Sequence[str],

@@ -1,9 +1,8 @@
 """Pieces of the Ray Tune driver that touch Ray's and Optuna's objects (imported with Ray only).
 
-* ``DefineByRun``: the space's own ``sample(trial)`` as OptunaSearch's define-by-run space
-  (a picklable object, since Ray checkpoints the searcher);
-* ``HwnasOptunaSearch``: passes constraints and failures on to the searcher's Optuna study;
-* ``warm_storage``: an in-memory Optuna storage holding the study's complete trials, so a new
+* ``AskTellSearcher``: a Ray Tune searcher over an Optuna study (public ask and tell), which
+  also tells the study about constraints and failed candidates;
+* ``warm_study``: an in-memory Optuna study holding the study's complete trials, so a new
   Ray run's sampler knows everything found before;
 * ``copy_trial`` / ``CopyToStudy``: a finished Ray trial, its metrics and weights, written into
   the study's storage and artifact store (once: the Ray trial id is kept as a user attribute),
@@ -15,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from optuna.distributions import (
 )
 from optuna.trial import TrialState, create_trial
 from ray import tune
-from ray.tune.search.optuna import OptunaSearch
+from ray.tune.search import Searcher
 
 from hwnas.common.errors import ConfigError
 from nas import store
@@ -37,33 +37,49 @@ from nas.schedule_ray import KEYS as SCHEDULE_KEYS
 _C, _O = "constraint__", "objective__"
 
 
-class DefineByRun:
-    """``space.sample(trial)`` for OptunaSearch; the arch string rides along in the config."""
+class AskTellSearcher(Searcher):
+    """A Ray Tune searcher driving an Optuna study through its public ask-and-tell interface.
 
-    def __init__(self, space: str):
-        self.space_name = space
+    Each suggestion is ``study.ask()`` plus the space's own ``sample(trial)``; results come back
+    with ``study.tell``: the objectives, the constraints (so constrained samplers see them) and
+    failures. Ray pickles the searcher into its experiment checkpoints; an in-memory Optuna study
+    pickles with it, so a restored run samples with everything it had seen.
+    """
 
-    def __call__(self, trial: Any) -> dict[str, str]:
+    def __init__(self, space: str, study: optuna.Study, metric: list[str], mode: list[str]):
+        super().__init__(metric=metric, mode=mode)
+        self.space_name, self.study = space, study
+        self._live: dict[str, optuna.Trial] = {}
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
         from search_spaces import get_space
 
-        return {"arch": get_space(self.space_name).sample(trial)}
-
-
-class HwnasOptunaSearch(OptunaSearch):
-    """OptunaSearch that tells its study about constraints and failed candidates."""
+        trial = self.study.ask()
+        arch = get_space(self.space_name).sample(trial)
+        self._live[trial_id] = trial
+        return {**trial.params, "arch": arch}
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:
-        ot_trial = self._ot_trials.get(trial_id)
-        if ot_trial is not None and result:
-            for key, value in result.items():
-                if key.startswith(_C):
-                    ot_trial.set_constraint(key[len(_C):], float(value))
-        if result and "fail_reason" in result and ot_trial is not None:
-            self._ot_study.tell(ot_trial, state=TrialState.FAIL)
-            self._completed_trials.add(trial_id)
+        trial = self._live.pop(trial_id, None)
+        if trial is None:
             return
-        super().on_trial_complete(trial_id, result=result, error=error)
+        values = [(result or {}).get(m) for m in self.metric]
+        if error or not result or "fail_reason" in result or any(v is None for v in values):
+            self.study.tell(trial, state=TrialState.FAIL)
+            return
+        for key, value in result.items():
+            if key.startswith(_C):
+                trial.set_constraint(key[len(_C):], float(value))
+        self.study.tell(trial, [float(v) for v in values])
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(self.__dict__, f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            self.__dict__.update(pickle.load(f))
 
 
 class _Recorder:
@@ -95,13 +111,15 @@ def distributions(space: str, params: dict[str, Any]) -> tuple[str, dict[str, Ba
     return arch, rec.distributions
 
 
-def warm_storage(cfg: StudyConfig, study: optuna.Study) -> optuna.storages.InMemoryStorage:
-    mem = optuna.storages.InMemoryStorage()
-    warm = optuna.create_study(storage=mem, study_name=cfg.name, directions=study.directions)
+def warm_study(cfg: StudyConfig, study: optuna.Study,
+               sampler: optuna.samplers.BaseSampler) -> optuna.Study:
+    """An in-memory copy of the study's complete trials for the searcher's sampler."""
+    warm = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
+                               study_name=cfg.name, directions=study.directions)
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         warm.add_trial(create_trial(params=t.params, distributions=t.distributions,
                                     values=t.values, constraints=t.constraints or None))
-    return mem
+    return warm
 
 
 def _copied(study: optuna.Study, trial_id: str) -> bool:

@@ -122,6 +122,9 @@ def make_objective(evaluator: Evaluator, study_dir: Path, worker: int = 0):  # n
         arch = evaluator.space.sample(trial)
         trial.set_user_attr("arch", arch)
         trial.set_user_attr("worker", worker)
+        move = getattr(trial.study.sampler, "moves", {}).get(trial.number)
+        if move is not None:  # the default sampler's choice: random, tpe or mutate
+            trial.set_user_attr("move", move)
         try:
             out = evaluator.evaluate(arch, on_constraints=lambda c: _constrain(trial, c),
                                      budget=budget)

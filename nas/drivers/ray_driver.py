@@ -26,7 +26,7 @@ from optuna.trial import TrialState
 from nas import schedule, store
 from nas.config import StudyConfig, validate_study
 from nas.progress import StudyProgress
-from nas.ray_utils import CopyToStudy, DefineByRun, HwnasOptunaSearch, connect, warm_storage
+from nas.ray_utils import AskTellSearcher, CopyToStudy, connect, warm_study
 from nas.samplers import make_sampler
 
 _DONE = ".hwnas_done"
@@ -165,12 +165,10 @@ def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int) -> Any
     from ray import tune
 
     objs = cfg.objectives_resolved()
-    searcher = HwnasOptunaSearch(
-        space=DefineByRun(cfg.space),
-        metric=[f"objective__{o.key}" for o in objs],
-        mode=["max" if o.direction == "maximize" else "min" for o in objs],
-        sampler=make_sampler(cfg.sampler.name, seed=cfg.seed, options=cfg.sampler.options),
-        study_name=cfg.name, storage=warm_storage(cfg, study))
+    sampler = make_sampler(cfg.sampler.name, seed=cfg.seed, options=cfg.sampler.options)
+    searcher = AskTellSearcher(
+        cfg.space, warm_study(cfg, study, sampler), metric=[f"objective__{o.key}" for o in objs],
+        mode=["max" if o.direction == "maximize" else "min" for o in objs])
     sh = schedule.make(cfg)
     if sh is not None:  # promotions first, then the searcher's new candidates
         from nas.schedule_ray import PromotingSearcher

@@ -58,7 +58,7 @@ def test_default_never_repeats_and_respects_budget(lookup: TabularEvaluator) -> 
     study = _run("default", lookup, n=80, budget=6.0)
     archs = [t.user_attrs["arch"] for t in study.trials]
     assert len(set(archs)) == len(archs)
-    moves = [t.system_attrs.get("hwnas:move") for t in study.trials]
+    moves = [study.sampler.moves.get(t.number) for t in study.trials]
     assert moves[:10] == ["random"] * 10 and {"mutate", "tpe"} <= set(moves[10:])
     front = study.best_trials  # Optuna excludes infeasible trials from the front
     assert front and all(t.values[1] <= 6.0 for t in front)
