@@ -10,7 +10,11 @@ in ranking quality and its cost in seconds per candidate can be read off the tab
 - ``adabs``: + AdaBS on 512 training images;
 - ``adaptive``: + programmings grown to a 1-point standard error (at most 20);
 - ``hwa``: + half an epoch of HWA fine-tuning (``hw_eval.hwa: auto``);
-- ``default``: what ``nas.config.HwEvalCfg`` and the quickstart now use.
+- ``default_1ep``: the scoring defaults of ``nas.config.HwEvalCfg`` (AdaBS on 256 images,
+  programmings and images grown to a 2-point SE) on the one-epoch training;
+- ``b32``: as ``default_1ep``, the same images in batches of 32 (4x the optimiser steps);
+- ``default``: what ``studies/quickstart.yaml`` now uses: ``default_1ep`` trained for 3 epochs
+  (its training section is read from the study file, so this row follows the quickstart).
 
 Scores go to ``bench/data/fidelity/scores.csv``, one row per (recipe, seed, arch); rows already
 there are kept, so a run can stop and go on.
@@ -24,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from fidelity_truth import DATA, by_cost
+import yaml
+from fidelity_truth import DATA, ROOT, by_cost
 
 SCORES = DATA / "scores.csv"
 BASE: dict[str, Any] = {
@@ -35,6 +40,12 @@ BASE: dict[str, Any] = {
               "warmup_epochs": 0.1, "threads": 1},
     "latency": {"device": "cpu", "batch_size": 1, "threads": 1, "max_seconds": 0.5},
 }
+
+
+def _quickstart_train() -> dict[str, Any]:
+    return dict(yaml.safe_load((ROOT / "studies" / "quickstart.yaml").read_text())["train"])
+
+
 _OLD_EVAL = {"repeats": 3, "eval_limit": 500, "target_se": None, "adabs": 0, "hwa": "off"}
 RECIPES: dict[str, dict[str, Any]] = {
     "quickstart": {"hw_eval": _OLD_EVAL},
@@ -44,7 +55,9 @@ RECIPES: dict[str, dict[str, Any]] = {
                              "max_repeats": 20}},
     "hwa": {"hw_eval": {**_OLD_EVAL, "eval_limit": 4000, "adabs": 512, "target_se": 0.01,
                         "max_repeats": 20, "hwa": "auto"}},
-    "default": {},  # nas.config.HwEvalCfg defaults
+    "default_1ep": {},  # nas.config.HwEvalCfg defaults
+    "b32": {"train": {"batch_size": 32, "lr": 0.05}},
+    "default": {"train": {**_quickstart_train(), "threads": 1}},
 }
 
 
