@@ -40,6 +40,18 @@ def _bootstrap(a: np.ndarray, b: np.ndarray, n: int, seed: int = 0) -> tuple[flo
         float("nan"), float("nan"))
 
 
+# Below these counts a bootstrap interval of tau is degenerate (resamples of 4 points repeat
+# points; a tau of 1 gives [1, 1]) and a top-5 overlap is trivially near 5/5.
+MIN_BOOT, MIN_TOP = 6, 10
+
+
+def _interval(a: np.ndarray, b: np.ndarray, n: int) -> str:
+    if len(a) < MIN_BOOT:
+        return f"n/a (< {MIN_BOOT} archs)"
+    lo, hi = _bootstrap(a, b, n)
+    return f"[{lo:.2f}, {hi:.2f}]"
+
+
 def _top_overlap(a: np.ndarray, b: np.ndarray, k: int = 5) -> int:
     k = min(k, len(a))
     return len(set(np.argsort(-a)[:k]) & set(np.argsort(-b)[:k]))
@@ -64,10 +76,9 @@ def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int) -> list[dict
         common = per_seed.mean(axis=1).index.intersection(ref.index)
         if len(common):
             a, b = per_seed.mean(axis=1)[common].values, ref[common].values
-            lo, hi = _bootstrap(a, b, bootstrap)
-            row.update({"tau vs truth": _tau(a, b), "95% CI": f"[{lo:.2f}, {hi:.2f}]",
-                        "top-5 overlap": f"{_top_overlap(a, b)}/{min(5, len(a))}",
-                        "archs (truth)": len(common)})
+            row.update({"tau vs truth": _tau(a, b), "95% CI": _interval(a, b, bootstrap),
+                        "top-5 overlap": f"{_top_overlap(a, b)}/5" if len(a) >= MIN_TOP
+                        else f"n/a (< {MIN_TOP} archs)", "archs (truth)": len(common)})
         out.append(row)
     return out
 
