@@ -31,6 +31,9 @@ import optuna
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from nas import store  # noqa: E402
+
 PORT = 46379
 
 
@@ -91,10 +94,9 @@ def study_raw(name: str, trials: int) -> dict:
 
 
 def complete(db: Path, name: str) -> list[optuna.trial.FrozenTrial]:
-    try:
-        study = optuna.load_study(study_name=name, storage=f"sqlite:///{db}")
-    except Exception:  # noqa: BLE001 - not created yet
+    if not store.sqlite_state_counts(db):  # the search is still creating the study
         return []
+    study = optuna.load_study(study_name=name, storage=f"sqlite:///{db}")
     return study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
 
 
@@ -114,6 +116,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
     before, kill_s = [], None
     while proc.poll() is None and kill_s is None:
         time.sleep(1.0)
+        if store.sqlite_state_counts(db).get("COMPLETE", 0) < args.kill_after:
+            continue
         done = complete(db, "multi")
         if len(done) >= args.kill_after:
             before = [(t.number, t.values) for t in done]

@@ -10,7 +10,9 @@ so that a PostgreSQL study can be reopened from any machine.
 from __future__ import annotations
 
 import math
+import sqlite3
 import tempfile
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,18 @@ def open_storage(url: str, *, heartbeat_s: int | None = None) -> optuna.storages
     if url.startswith("sqlite"):
         _sqlite_wal(storage)
     return storage
+
+
+def sqlite_state_counts(db: str | Path) -> dict[str, int]:
+    """Trial states in an SQLite study file, read without writing: for watching a running
+    study from another process. Opening it through Optuna would create the schema if missing,
+    and so race the search that is creating it. Empty until the schema exists."""
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
+            rows = con.execute("SELECT state, COUNT(*) FROM trials GROUP BY state").fetchall()
+    except sqlite3.Error:  # no file, no table yet, or locked past the timeout
+        return {}
+    return {str(state): int(n) for state, n in rows}
 
 
 def _sqlite_wal(storage: optuna.storages.RDBStorage) -> None:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
-from contextlib import closing
 from pathlib import Path
 
 import optuna
@@ -17,6 +15,7 @@ from optuna.trial import TrialState
 from pg_server import pg_server, unavailable
 from study_files import REPO, live_raw, tabular_raw, write_study
 
+from nas import store
 from nas.cli import main
 
 pytestmark = pytest.mark.slow
@@ -35,16 +34,6 @@ def _states(db: Path, name: str) -> dict[str, list]:
     return out
 
 
-def _live_counts(db: Path) -> dict[str, int]:
-    """Trial states read without writing: Optuna's loader would create the schema itself and race
-    the search process that is creating it."""
-    try:
-        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
-            return dict(con.execute("SELECT state, COUNT(*) FROM trials GROUP BY state").fetchall())
-    except sqlite3.Error:  # not created yet, or mid-creation
-        return {}
-
-
 def test_kill_9_then_rerun_resumes_without_losing_trials(tmp_path: Path) -> None:
     path = write_study(tmp_path, live_raw("killed", n_trials=5, space="resnet"))
     db = tmp_path / "killed" / "study.db"
@@ -53,7 +42,7 @@ def test_kill_9_then_rerun_resumes_without_losing_trials(tmp_path: Path) -> None
     deadline = time.time() + 600
     while time.time() < deadline:  # wait for two complete trials and a third one running
         time.sleep(0.5)
-        counts = _live_counts(db) if db.exists() else {}
+        counts = store.sqlite_state_counts(db)
         if counts.get("COMPLETE", 0) >= 2 and counts.get("RUNNING"):
             break
     os.kill(proc.pid, signal.SIGKILL)
