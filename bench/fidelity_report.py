@@ -125,4 +125,10 @@ def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame) -> str:
             f"1 CPU thread per process. Truth set: {n_truth} resnet architectures so far "
             f"(bench/data/fidelity/truth.csv, recipe in recipe.json); recipe scores: "
             f"{len(scores)} candidate evaluations (scores.csv).\n\n{text}\n\n"
-            f"![tau vs cost](fidelity/tau_vs_cost.png)\n")
+            f"![tau vs cost](fidelity/tau_vs_cost.png)\n{_findings()}")
+
+
+def _findings() -> str:
+    """The reading of the figures, written by hand next to the data it reads."""
+    path = DATA / "findings.md"
+    return "\n" + path.read_text() if path.is_file() else ""
