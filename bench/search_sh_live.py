@@ -36,12 +36,13 @@ from nas.evaluate import Evaluator
 from nas.pareto import hypervolume, pareto_mask
 
 OUT = Path(__file__).resolve().parent / "results" / "nas_search_quality.md"
+ONE_THREAD = {"train.threads": 1}  # the quickstart trains on 2; one core per bench process
 
 
 def run_arm(name: str, seconds: float, root: Path, schedule: dict | None) -> dict:
     # A cold cost cache per arm: the second arm must not reuse the first one's latencies.
     over = {"name": f"quickstart_{name}", "n_trials": 100000, "timeout": seconds,
-            "latency.cache": str(root / f"costs_{name}.db")}
+            "latency.cache": str(root / f"costs_{name}.db"), **ONE_THREAD}
     if schedule:
         over["schedule"] = schedule
     cfg = load_study("quickstart", over)
@@ -59,7 +60,8 @@ def run_arm(name: str, seconds: float, root: Path, schedule: dict | None) -> dic
 
 def rescore(archs: list[str], root: Path) -> dict[str, tuple[float, float]]:
     """Full-budget objective values of each arch (the shipped quickstart recipe)."""
-    evaluator = Evaluator(load_study("quickstart", {"latency.cache": str(root / "costs.db")}))
+    evaluator = Evaluator(load_study("quickstart", {"latency.cache": str(root / "costs.db"),
+                                                    **ONE_THREAD}))
     evaluator.prepare()
     return {a: tuple(evaluator.evaluate(a).values) for a in archs}
 

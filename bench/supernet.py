@@ -62,13 +62,17 @@ def score(model, data, args) -> dict[str, float]:  # noqa: ANN001
 
 
 def inherited(path: str, archs: list[str], data, args) -> tuple[dict, list[float]]:  # noqa: ANN001
+    """Scores on inherited weights; seconds per candidate, and the part spent inheriting (the
+    extraction and BN re-estimation, which replace proxy training)."""
     net, meta = load_supernet(path, space=args.space)
-    rows, seconds = {}, []
+    rows, seconds, inherit_s = {}, [], []
     for arch in archs:
         t0 = time.perf_counter()
-        rows[arch] = score(inherit(net, arch, data.x_train[:args.bn_images]), data, args)
+        model = inherit(net, arch, data.x_train[:args.bn_images])
+        inherit_s.append(time.perf_counter() - t0)
+        rows[arch] = score(model, data, args)
         seconds.append(time.perf_counter() - t0)
-    return {"rows": rows, "meta": meta}, seconds
+    return {"rows": rows, "meta": meta, "inherit_s": float(np.median(inherit_s))}, seconds
 
 
 def standalone(archs: list[str], data, args) -> tuple[dict, list[float]]:  # noqa: ANN001
@@ -83,6 +87,26 @@ def standalone(archs: list[str], data, args) -> tuple[dict, list[float]]:  # noq
         seconds.append(time.perf_counter() - t0)
         print(f"  standalone {arch}: {rows[arch]} ({seconds[-1]:.0f} s)", flush=True)
     return rows, seconds
+
+
+def proxy_seconds(archs: list[str], data, args) -> list[float]:  # noqa: ANN001
+    """Seconds per candidate of proxy training with the quickstart's recipe (its ``train``
+    section, one thread) plus the same scores: the cost the supernet replaces, in this run."""
+    from nas import glue
+    from nas.config import load_study
+
+    recipe = glue.fit_config(load_study("quickstart", {"train.threads": 1}))
+    space, seconds = get_space(args.space), []
+    for arch in archs:
+        t0 = time.perf_counter()
+        torch.manual_seed(0)
+        model = space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
+                            img_size=data.img_size)
+        fit(model, data, recipe)
+        score(model, data, args)
+        seconds.append(time.perf_counter() - t0)
+        print(f"  proxy {arch}: {seconds[-1]:.0f} s", flush=True)
+    return seconds
 
 
 def tau_ci(a: np.ndarray, b: np.ndarray, n: int = 500) -> tuple[float, float, float]:
@@ -147,6 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--bn-images", type=int, default=500)
     ap.add_argument("--train-limit", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--proxy", type=int, default=0,
+                    help="also time proxy training (the quickstart's train section) + the same "
+                    "scores on this many yardstick archs, for the per-candidate ratio")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
     args.times = args.times.split(",")
@@ -167,10 +194,13 @@ def main(argv: list[str] | None = None) -> None:
             m = got["meta"]
             costs.append(f"- {name} supernet: {m['step']} steps ({m['config']}), trained in "
                          f"{m['seconds']:.0f} s; {np.median(seconds):.1f} s per candidate "
-                         f"(median, inherit + BN + all scores)")
+                         f"(median, inherit + BN + all scores), of which "
+                         f"{got['inherit_s']:.2f} s inherit + BN")
+    if args.proxy:
+        proxy_s = proxy_seconds(archs[:args.proxy], data, args)
     if proxy_s:
         costs.append(f"- proxy training (quickstart recipe) + the same scores: "
-                     f"{np.median(proxy_s):.1f} s per candidate (median)")
+                     f"{np.median(proxy_s):.1f} s per candidate (median of {len(proxy_s)})")
     prov = provenance("cpu")
     text = "\n".join([
         "## Supernet: ranking fidelity of inherited weights", "",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "AnalogFigures": "analog_cost", "analog_cost": "analog_cost",
+    "AnalogFigures": "analog_cost", "analog_cost": "analog_cost", "flat_analog": "analog_cost",
     "cost_of": "api", "device_fingerprint": "api", "measure_model": "api",
     "BACKENDS": "backends", "fingerprint_hash": "backends",
     "CostCache": "cache", "CostKey": "cache", "compare_latency": "compare",

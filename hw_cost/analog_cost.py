@@ -191,6 +191,14 @@ def _digital_nj(macs: int, weight_bytes: int, act_bytes: int, fig: AnalogFigures
         / 1e3
 
 
+def flat_analog(estimate: dict) -> dict[str, float]:
+    """The headline figures of an ``analog_cost`` estimate, as the flat metrics a trial stores."""
+    return {"analog_tiles": estimate["tiles"],
+            "analog_weight_fraction": estimate["analog_weight_fraction"],
+            "analog_mac_fraction": estimate["analog_mac_fraction"],
+            "analog_energy_uj": estimate["energy_uj"], "analog_latency_us": estimate["latency_us"]}
+
+
 def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int = 512,
                 figures: AnalogFigures | None = None, per_layer: bool = False,
                 total_macs: int | None = None, digital: Sequence[str] = (),

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from hw_cost.analog_cost import analog_cost
+from hw_cost.analog_cost import analog_cost, flat_analog
 from hw_cost.backends import fingerprint_hash, get_backend
 from hw_cost.cache import CostCache, CostKey
 from hw_cost.latency import StopRule, measure_latency
@@ -27,6 +27,8 @@ ROOF_KEYS = ("arithmetic_intensity", "bytes_moved", "attained_flops", "roof_flop
              "roof_fraction", "peak_flops", "peak_bytes_per_s", "memory_level",
              "level_bytes_per_s", "ridge", "bound", "ceiling")
 CacheArg = CostCache | str | os.PathLike | bool | None
+TILE_SIZE = 256
+"""Crossbar rows = cols of the cost estimate ``cost_of`` stores (HERMES' 256x256 cores)."""
 
 
 def resolve_cache(cache: CacheArg) -> CostCache | None:
@@ -48,7 +50,7 @@ def device_fingerprint(device: str = "cpu", threads: int | None = None) -> dict[
 def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str = "cpu",
                   batch_size: int = 1, dtype: str = "fp32", channels_last: bool = False,
                   compile: bool | str = False, threads: int | None = None,
-                  max_seconds: float = 10.0, min_seconds: float = 0.0, tile_size: int = 256,
+                  max_seconds: float = 10.0, min_seconds: float = 0.0, tile_size: int = TILE_SIZE,
                   cache: CostCache | None = None, rule: StopRule | None = None,
                   clock: str = "wall", form: str = "eager") -> dict[str, object]:
     """Latency, static costs, roofline placement and analog estimate of one built model (flat).
@@ -76,10 +78,7 @@ def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str =
         **{k: v for k, v in static.items() if k not in ("batch_size", "dtype")},
         **roof,
         # The headline analog figures flat (trial attributes), the whole estimate nested.
-        "analog_tiles": analog["tiles"], "analog_weight_fraction": analog["analog_weight_fraction"],
-        "analog_mac_fraction": analog["analog_mac_fraction"],
-        "analog_energy_uj": analog["energy_uj"], "analog_latency_us": analog["latency_us"],
-        "analog": analog,
+        **flat_analog(analog), "analog": analog,
         "device": device, "batch_size": batch_size, "dtype": lat.dtype, "threads": lat.threads,
         "clock": clock, "form": form,
         "input_shape": list(input_shape), "channels_last": channels_last, "compile": compile,
@@ -91,7 +90,7 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
             device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
             channels_last: bool = False, compile: bool | str = False, threads: int | None = None,
             cache: CacheArg = None, refresh: bool = False, max_seconds: float = 10.0,
-            min_seconds: float = 0.0, tile_size: int = 256, rule: StopRule | None = None,
+            min_seconds: float = 0.0, tile_size: int = TILE_SIZE, rule: StopRule | None = None,
             clock: str = "wall", form: str = "eager") -> dict[str, object]:
     """All costs of ``arch`` from ``space`` (see ``measure_model``), cached.
 

@@ -27,6 +27,7 @@ from hwnas.common.errors import ConfigError
 from hwnas.common.plugins import is_path, load_entry_points, load_plugins
 from hwnas.train.fit_config import FitConfig
 from nas.config_checks import pydantic_problems, registry_problems
+from nas.mapping import MappingCfg, mapping_problems, parse_mapping
 from nas.objectives import METRICS, Budget, Objective, time_label
 from nas.schedule import ScheduleCfg, schedule_problems
 
@@ -119,6 +120,19 @@ class HwEvalCfg(_Cfg):
         f"auto (= {AUTO_HWA_EPOCHS} epochs, for analog hardware models only)")
     compensation: bool = True
     fast: bool = True
+    mapping: dict[str, Any] = Field(
+        default_factory=dict, description="layer-wise analog/digital mapping, fixed or searched "
+        "(nas.mapping): e.g. {search: [first_k_digital, last_k_digital], max_k: 2}")
+
+    @field_validator("mapping")
+    @classmethod
+    def _mapping(cls, v: dict[str, Any]) -> dict[str, Any]:
+        parse_mapping(v)  # a ConfigError (a ValueError) names every bad key at once
+        return v
+
+    @property
+    def mapping_cfg(self) -> MappingCfg:
+        return parse_mapping(self.mapping)
 
     @model_validator(mode="before")
     @classmethod
@@ -306,7 +320,7 @@ def validate_study(raw: dict[str, Any]) -> StudyConfig:
         problems += pydantic_problems(err, StudyConfig)
     problems += registry_problems(raw, cfg)
     if cfg is not None:
-        problems += schedule_problems(cfg)
+        problems += schedule_problems(cfg) + mapping_problems(cfg)
     if problems:
         raise ConfigError(problems)
     assert cfg is not None

@@ -30,6 +30,7 @@ from hwnas.common.threads import torch_threads
 from nas import glue, schedule
 from nas.config import StudyConfig
 from nas.config_checks import resolve_path
+from nas.mapping import describe, digital_patterns, fixed_choice
 from nas.objectives import Budget, Objective
 from nas.tabular import TabularEvaluator
 
@@ -115,13 +116,15 @@ class Evaluator:
     # -- the recipe -------------------------------------------------------------------------
     def evaluate(self, arch: str, *,
                  on_constraints: Callable[[dict[str, float]], None] | None = None,
-                 budget: float | None = None) -> Outcome:
+                 budget: float | None = None, mapping: dict[str, int] | None = None) -> Outcome:
         """``budget`` (successive halving) overrides the proxy training's
-        ``cfg.schedule.resource``: epochs, or training images."""
+        ``cfg.schedule.resource``: epochs, or training images. ``mapping``: the trial's
+        layer-wise mapping (``nas.mapping.choose``; required when the study searches it)."""
         self.space.validate(arch)
         out = Outcome(arch, {})
         t0 = time.perf_counter()
         out.metrics, out.info = self._cost(arch)
+        digital = self._map(arch, mapping, out.metrics, out.info)
         out.info["seconds_cost"] = round(time.perf_counter() - t0, 3)
         out.constraints = self._violations([b for b in self.budgets if b.early], out.metrics)
         if on_constraints and out.constraints:
@@ -133,7 +136,7 @@ class Evaluator:
             return out
         t1 = time.perf_counter()
         if self.table is None:
-            out.state_dict = self._train_and_score(arch, out.metrics, out.info, budget)
+            out.state_dict = self._train_and_score(arch, out.metrics, out.info, budget, digital)
         out.info["seconds_train_eval"] = round(time.perf_counter() - t1, 3)
         late = self._violations([b for b in self.budgets if not b.early], out.metrics)
         if on_constraints and late:
@@ -148,6 +151,20 @@ class Evaluator:
             return self.table.lookup(arch), {"source": f"table {self.table.path.name}"}
         return glue.costs(self.cfg, self.space.name, arch, self.data.input_shape,
                           self.data.num_classes)
+
+    def _map(self, arch: str, choice: dict[str, int] | None, metrics: dict[str, float],
+             info: dict[str, Any]) -> list[str]:
+        """Layers kept digital under the mapping; the analog cost metrics follow them."""
+        mcfg = self.cfg.hw_eval.mapping_cfg
+        if not mcfg.active or self.table is not None:
+            return []
+        choice = fixed_choice(mcfg) if choice is None else choice
+        model = self.build(arch)
+        digital = digital_patterns(model, choice, mcfg)
+        metrics.update(glue.mapped_costs(model, self.data.input_shape, digital))
+        metrics.update({f"mapping.{k}": float(v) for k, v in choice.items()})
+        info["mapping"] = describe(choice, digital)
+        return digital
 
     def _violations(self, budgets: list[Budget], metrics: dict[str, float]) -> dict[str, float]:
         out = {}
@@ -165,8 +182,9 @@ class Evaluator:
             raise TrialFailed(f"objective {o.key} is {value} (not a finite number)")
         return float(value)
 
-    def _train_and_score(self, arch: str, metrics: dict[str, float],
-                         info: dict[str, Any], budget: float | None = None) -> dict[str, Any]:
+    def _train_and_score(self, arch: str, metrics: dict[str, float], info: dict[str, Any],
+                         budget: float | None = None,
+                         digital: list[str] | None = None) -> dict[str, Any]:
         from hwnas.train.loop import evaluate, fit
 
         data, fit_cfg = schedule.budgeted(self.cfg, self.data, budget)
@@ -187,8 +205,9 @@ class Evaluator:
             metrics.update(acc_digital=acc, acc_digital_se=sampling_se(acc, len(y)),
                            acc_digital_images=float(len(y)))
             for hw, times in self.hw_times().items():
-                if hw != "digital":
-                    metrics.update(glue.hw_accuracy(self.cfg, model, data, hw, times, x, y))
+                if hw != "digital":  # scored alike at every rung: the budget is training's only
+                    metrics.update(glue.hw_accuracy(self.cfg, model, self.data, hw, times, x, y,
+                                                    digital=digital))
         return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
     def build(self, arch: str) -> nn.Module:

@@ -36,6 +36,16 @@ def costs(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
     return metrics, info
 
 
+def mapped_costs(model, input_shape: tuple[int, ...],  # noqa: ANN001 - an nn.Module
+                 digital: list[str]) -> dict[str, float]:
+    """The analog cost metrics of ``model`` with the ``digital`` layers kept digital (layer-wise
+    mapping); they replace ``cost_of``'s all-analog ones, at its tile size."""
+    from hw_cost.analog_cost import analog_cost, flat_analog
+    from hw_cost.api import TILE_SIZE
+
+    return flat_analog(analog_cost(model, input_shape, tile_size=TILE_SIZE, digital=digital))
+
+
 def latency_form(cfg: StudyConfig) -> str:
     """The deployed form a study times: ``latency.form``, else the one its hardware models
     imply: an int8 accuracy objective deploys the int8 model (torchao's x86 int8, so on a CPU);
@@ -70,13 +80,14 @@ def fit_config(cfg: StudyConfig, **changes: Any):  # noqa: ANN201 - hwnas.train.
 
 
 def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],  # noqa: ANN001
-                x, y) -> dict[str, float]:  # noqa: ANN001
+                x, y, digital: list[str] | None = None) -> dict[str, float]:  # noqa: ANN001
     """``acc_<hw>[@t]`` with its estimate (``_std``, ``_se``, ``_median``, ``_repeats``,
     ``_images``), the analog coverage, and for analog models ``<hw>_adabs`` and ``<hw>_hwa_s``.
 
     Every draw comes from the study seed's streams (``hwnas.common.seeds``): HWA fine-tuning
     from ``hwa``, AdaBS images from ``adabs``, programming and periphery noise inside
-    ``analog.evaluate``. The same (config, arch, seed) gives the same numbers.
+    ``analog.evaluate``. The same (config, arch, seed) gives the same numbers. ``digital``:
+    layers an analog model keeps digital (``nas.mapping``).
     """
     import time
 
@@ -99,7 +110,8 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
                           calib=data.x_train[:256], device=cfg.train.device, adabs=adabs,
                           adabs_images=training_images(data.x_train, adabs, cfg.seed),
                           target_se=he.target_se if is_analog else None,
-                          max_repeats=he.max_repeats)
+                          max_repeats=he.max_repeats,
+                          digital=(digital or []) if is_analog else [])
     for label, point in zip(times, res.points, strict=True):
         key = f"acc_{hw}@{label}" if label else f"acc_{hw}"
         out[key] = float(point.acc_mean)

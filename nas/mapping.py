@@ -41,6 +41,12 @@ class MappingCfg:
     def searched(self) -> bool:
         return bool(self.search)
 
+    @property
+    def active(self) -> bool:
+        """Whether any layer can be kept digital (else every mappable layer is analog)."""
+        return bool(self.search or self.first_k_digital or self.last_k_digital
+                    or self.digital_layers)
+
 
 def parse_mapping(raw: dict[str, Any] | None) -> MappingCfg:
     """``hw_eval.mapping`` -> ``MappingCfg``; every problem at once."""
@@ -67,11 +73,46 @@ def parse_mapping(raw: dict[str, Any] | None) -> MappingCfg:
                       digital_layers=tuple([patterns] if isinstance(patterns, str) else patterns))
 
 
+def mapping_problems(study: Any) -> list[Problem]:
+    """Study-level rules of ``hw_eval.mapping`` (``study``: a ``nas.config.StudyConfig``)."""
+    cfg, problems = study.hw_eval.mapping_cfg, []
+    if cfg.active and study.tabular:
+        problems.append(Problem("hw_eval.mapping", "needs trained candidates: a tabular study "
+                                "looks its scores up", study.hw_eval.mapping,
+                                "drop hw_eval.mapping, or score trained candidates"))
+    if cfg.searched and study.schedule.type != "none":
+        problems.append(Problem("hw_eval.mapping.search", "cannot be combined with successive "
+                                "halving, whose rungs are kept per arch", list(cfg.search),
+                                "fix the mapping (first_k_digital: 1) or set schedule.type: none"))
+    return problems
+
+
 def choose(trial: Any, cfg: MappingCfg) -> dict[str, int]:
     """The trial's mapping: searched knobs from ``trial.suggest_int("mapping.<knob>", 0,
     max_k)`` (an Optuna trial, or anything with that method), the others as configured."""
     return {knob: trial.suggest_int(f"mapping.{knob}", 0, cfg.max_k) if knob in cfg.search
             else getattr(cfg, knob) for knob in KNOBS}
+
+
+def fixed_choice(cfg: MappingCfg) -> dict[str, int]:
+    """The configured mapping of a study that does not search it."""
+    if cfg.searched:
+        raise ConfigError.one("mapping", "a searched mapping is chosen per trial", None,
+                              "pass the trial's choice: evaluate(arch, mapping=choose(trial, "
+                              "cfg))")
+    return {knob: getattr(cfg, knob) for knob in KNOBS}
+
+
+def sample_candidate(trial: Any, space: Any, cfg: MappingCfg) -> tuple[str, dict[str, int]]:
+    """A trial's candidate: the arch (``space.sample``), then its mapping (``choose``). Every
+    driver and the replay of stored parameters sample through here, in this one order."""
+    return space.sample(trial), choose(trial, cfg)
+
+
+def describe(choice: dict[str, int], patterns: list[str]) -> str:
+    """One line for the trial's info: the knobs and the layers kept digital."""
+    knobs = ", ".join(f"{k}={v}" for k, v in choice.items())
+    return f"{knobs}; digital: {', '.join(patterns) or 'none'}"
 
 
 def digital_patterns(model: Any, choice: dict[str, int],

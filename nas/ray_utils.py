@@ -32,6 +32,7 @@ from ray.tune.search import Searcher
 from hwnas.common.errors import ConfigError
 from nas import store
 from nas.config import StudyConfig
+from nas.mapping import MappingCfg, sample_candidate
 from nas.schedule_ray import KEYS as SCHEDULE_KEYS
 
 _C, _O = "constraint__", "objective__"
@@ -46,18 +47,20 @@ class AskTellSearcher(Searcher):
     pickles with it, so a restored run samples with everything it had seen.
     """
 
-    def __init__(self, space: str, study: optuna.Study, metric: list[str], mode: list[str]):
+    def __init__(self, space: str, study: optuna.Study, metric: list[str], mode: list[str],
+                 mapping: MappingCfg | None = None):
         super().__init__(metric=metric, mode=mode)
         self.space_name, self.study = space, study
+        self.mapping = mapping or MappingCfg()
         self._live: dict[str, optuna.Trial] = {}
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         from search_spaces import get_space
 
         trial = self.study.ask()
-        arch = get_space(self.space_name).sample(trial)
+        arch, choice = sample_candidate(trial, get_space(self.space_name), self.mapping)
         self._live[trial_id] = trial
-        return {**trial.params, "arch": arch}
+        return {**trial.params, "arch": arch, "mapping": choice}
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:
@@ -103,11 +106,14 @@ class _Recorder:
         return self._take(name, FloatDistribution(low, high, step=step, log=log))
 
 
-def distributions(space: str, params: dict[str, Any]) -> tuple[str, dict[str, BaseDistribution]]:
+def distributions(space: str, params: dict[str, Any], mapping: MappingCfg | None = None,
+                  ) -> tuple[str, dict[str, BaseDistribution]]:
+    """The arch of stored ``params`` and the distributions they were drawn from (the space's
+    and the searched mapping's)."""
     from search_spaces import get_space
 
     rec = _Recorder(params)
-    arch = get_space(space).sample(rec)
+    arch, _ = sample_candidate(rec, get_space(space), mapping or MappingCfg())
     return arch, rec.distributions
 
 
@@ -145,8 +151,9 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
     if _copied(study, trial.trial_id):
         return
     result = dict(trial.last_result or {})
-    params = {k: v for k, v in trial.config.items() if k not in ("arch", *SCHEDULE_KEYS)}
-    arch, dists = distributions(cfg.space, params)
+    params = {k: v for k, v in trial.config.items()
+              if k not in ("arch", "mapping", *SCHEDULE_KEYS)}
+    arch, dists = distributions(cfg.space, params, cfg.hw_eval.mapping_cfg)
     attrs: dict[str, Any] = {"arch": arch, "ray_trial_id": trial.trial_id, "worker": "ray",
                              **{k: trial.config[k] for k in SCHEDULE_KEYS if k in trial.config},
                              **{k: result[k] for k in NODE_KEYS if k in result}}

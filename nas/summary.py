@@ -92,9 +92,11 @@ def front(cfg: StudyConfig, study: optuna.Study) -> Front:
     seen, trials = set(), []
     for t in sorted((t for t, on in zip(ok, mask, strict=True) if on), key=lambda t: t.values[0],
                     reverse=dirs[0] == "maximize"):
-        arch = t.user_attrs.get("arch", t.number)
-        if arch not in seen:  # the same arch evaluated twice is one model
-            seen.add(arch)
+        # the same arch evaluated twice is one model; under another layer mapping, another
+        info = t.user_attrs.get("info") or {}
+        model = (t.user_attrs.get("arch", t.number), info.get("mapping"))
+        if model not in seen:
+            seen.add(model)
             trials.append(t)
     hv = hypervolume(values, dirs, ref) if len(ok) else 0.0
     out = Front(trials, keys, dirs, ref, hv, len(done), len(ok))

@@ -27,6 +27,7 @@ from optuna.trial import FrozenTrial, TrialState
 from nas import schedule, store
 from nas.config import StudyConfig, validate_study
 from nas.evaluate import Evaluator, Outcome
+from nas.mapping import sample_candidate
 from nas.progress import StudyProgress
 from nas.samplers import make_sampler
 
@@ -119,7 +120,7 @@ def make_objective(evaluator: Evaluator, study_dir: Path, worker: int = 0):  # n
 
     def objective(trial: optuna.Trial, budget: float | None = None) -> tuple[float, ...]:
         trial.set_user_attr(store.PROCESS, store.process_attr())
-        arch = evaluator.space.sample(trial)
+        arch, choice = sample_candidate(trial, evaluator.space, evaluator.cfg.hw_eval.mapping_cfg)
         trial.set_user_attr("arch", arch)
         trial.set_user_attr("worker", worker)
         move = getattr(trial.study.sampler, "moves", {}).get(trial.number)
@@ -127,7 +128,7 @@ def make_objective(evaluator: Evaluator, study_dir: Path, worker: int = 0):  # n
             trial.set_user_attr("move", move)
         try:
             out = evaluator.evaluate(arch, on_constraints=lambda c: _constrain(trial, c),
-                                     budget=budget)
+                                     budget=budget, mapping=choice)
         except Exception as err:
             trial.set_user_attr("fail_reason", f"{type(err).__name__}: {err}"[:4000])
             raise

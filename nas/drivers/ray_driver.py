@@ -49,7 +49,7 @@ def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) 
     where = {"ray_node_id": ray.get_runtime_context().get_node_id(),
              "hostname": socket.gethostname()}
     try:
-        out = evaluator.evaluate(config["arch"], budget=budget)
+        out = evaluator.evaluate(config["arch"], budget=budget, mapping=config.get("mapping"))
     except Exception as err:  # noqa: BLE001 - a failed candidate is a result, not a crash
         tune.report({"fail_reason": f"{type(err).__name__}: {err}"[:4000], "arch": config["arch"],
                      **where})
@@ -168,7 +168,8 @@ def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int) -> Any
     sampler = make_sampler(cfg.sampler.name, seed=cfg.seed, options=cfg.sampler.options)
     searcher = AskTellSearcher(
         cfg.space, warm_study(cfg, study, sampler), metric=[f"objective__{o.key}" for o in objs],
-        mode=["max" if o.direction == "maximize" else "min" for o in objs])
+        mode=["max" if o.direction == "maximize" else "min" for o in objs],
+        mapping=cfg.hw_eval.mapping_cfg)
     sh = schedule.make(cfg)
     if sh is not None:  # promotions first, then the searcher's new candidates
         from nas.schedule_ray import PromotingSearcher

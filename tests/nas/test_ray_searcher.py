@@ -9,7 +9,8 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from nas.ray_utils import AskTellSearcher
+from nas.mapping import parse_mapping
+from nas.ray_utils import AskTellSearcher, distributions
 from search_spaces import get_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -27,7 +28,23 @@ def test_suggestions_are_arch_strings_of_the_params() -> None:
     config = s.suggest("t0")
     space = get_space("resnet")
     assert space.validate(config["arch"]) == config["arch"]
-    assert {k: v for k, v in config.items() if k != "arch"} == s.study.trials[0].params
+    assert {k: v for k, v in config.items() if k not in ("arch", "mapping")} == \
+        s.study.trials[0].params
+    assert config["mapping"] == {"first_k_digital": 0, "last_k_digital": 0}  # none searched
+
+
+def test_searched_mapping_is_suggested_and_replays_from_params() -> None:
+    mapping = parse_mapping({"search": ["first_k_digital", "last_k_digital"], "max_k": 2})
+    study = optuna.create_study(directions=["maximize", "minimize"],
+                                sampler=optuna.samplers.RandomSampler(seed=0))
+    s = AskTellSearcher("resnet", study, metric=_M, mode=["max", "min"], mapping=mapping)
+    configs = [s.suggest(f"t{i}") for i in range(8)]
+    for config in configs:
+        params = {k: v for k, v in config.items() if k not in ("arch", "mapping")}
+        assert config["mapping"] == {k: params[f"mapping.{k}"] for k in config["mapping"]}
+        arch, dists = distributions("resnet", params, mapping)  # what copy_trial stores
+        assert arch == config["arch"] and set(dists) == set(params)
+    assert len({tuple(c["mapping"].values()) for c in configs}) > 2
 
 
 def test_results_failures_and_constraints_reach_the_study() -> None:

@@ -268,13 +268,17 @@ def test_live_study_trains_each_rung_at_its_budget(tmp_path: Path) -> None:
 
     raw = live_raw("sh_live", n_trials=5, train={"epochs": 1, "batch_size": 64, "lr": 0.05},
                    schedule={"type": "sh", "eta": 3, "min_budget": 100, "max_budget": 900,
-                             "resource": "images"})
+                             "resource": "images"},
+                   # AdaBS needs more images than the first rung trains on: scoring is the same
+                   # at every rung, drawn from the whole training split
+                   hw_eval={"repeats": 2, "eval_limit": 100, "target_se": None, "adabs": 128})
     study_dir = run_search(validate_study(raw), out_root=tmp_path, progress=False)
     cfg, study, _ = load_dir(study_dir)
     done = [t for t in study.trials if t.state == TrialState.COMPLETE]
     assert {t.user_attrs["budget"] for t in done} >= {100.0, 300.0}
     for t in done:  # images seen in training follow the rung's budget
         assert t.user_attrs["budget"] == [100.0, 300.0, 900.0][t.user_attrs["rung"]]
+        assert t.user_attrs["pcm_adabs"] == 128
     promoted = [t for t in done if t.user_attrs["rung"] == 1]
     parent = study.trials[promoted[0].user_attrs["parent"]]
     assert parent.user_attrs["arch"] == promoted[0].user_attrs["arch"]
