@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import tempfile
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -40,11 +41,27 @@ def open_storage(url: str, *, heartbeat_s: int | None = None) -> optuna.storages
         # parameters queued again, so the next run of the same command retries it.
         kwargs.update(heartbeat_interval=heartbeat_s, grace_period=3 * heartbeat_s,
                       heartbeat_stale_trial_callback=retry)
-    with _quiet():
-        storage = optuna.storages.RDBStorage(url, **kwargs)
+    storage = _rdb(url, kwargs)
     if url.startswith("sqlite"):
         _sqlite_wal(storage)
     return storage
+
+
+def _rdb(url: str, kwargs: dict[str, Any], attempts: int = 5) -> optuna.storages.RDBStorage:
+    """``RDBStorage(url)``, retried when another process created the schema at the same moment
+    (workers started together on a new database: one wins the ``alembic_version`` insert, the
+    others fail once, and find the schema there on the next try)."""
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    for attempt in range(attempts):
+        try:
+            with _quiet():
+                return optuna.storages.RDBStorage(url, **kwargs)
+        except (IntegrityError, OperationalError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def sqlite_state_counts(db: str | Path) -> dict[str, int]:
