@@ -2,6 +2,7 @@
 
     python bench/fidelity.py truth --workers 1 --hours 2      # grow the truth set (resumable)
     python bench/fidelity.py score --recipes all --seeds 0,1   # score the truth archs per recipe
+    python bench/fidelity.py time --archs 3                    # s/candidate, every recipe, one run
     python bench/fidelity.py report                            # table + plot from the stored scores
 
 ``truth`` (bench/fidelity_truth.py) trains each truth architecture on the whole Fashion-MNIST
@@ -77,6 +78,14 @@ def cmd_score(args: argparse.Namespace) -> None:
                       threads=args.threads)
 
 
+def cmd_time(args: argparse.Namespace) -> None:
+    import fidelity_recipes as recipes
+
+    archs = truth.by_cost("resnet", truth_archs(args.spaces).get("resnet", []))[: args.archs]
+    names = list(recipes.RECIPES) if args.recipes == "all" else args.recipes.split(",")
+    print(f"timing: {recipes.time_all(archs, names, threads=args.threads)}")
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     import fidelity_report as report
 
@@ -100,6 +109,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     s.add_argument("--archs", type=int, default=24, help="first N resnet truth archs")
     s.add_argument("--threads", type=int, default=1)
     s.set_defaults(run=cmd_score)
+    m = sub.add_parser("time", help="seconds per candidate of every recipe, in one run")
+    m.add_argument("--spaces", default=DEFAULT_SPACES)
+    m.add_argument("--recipes", default="all")
+    m.add_argument("--archs", type=int, default=3, help="the N cheapest resnet truth archs")
+    m.add_argument("--threads", type=int, default=1)
+    m.set_defaults(run=cmd_time)
     r = sub.add_parser("report", help="table and plot from the stored scores")
     r.add_argument("--bootstrap", type=int, default=2000)
     r.set_defaults(run=cmd_report)

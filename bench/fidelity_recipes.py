@@ -14,7 +14,8 @@ in ranking quality and its cost in seconds per candidate can be read off the tab
   programmings and images grown to a 2-point SE) on the one-epoch training;
 - ``b32``: as ``default_1ep``, the same images in batches of 32 (4x the optimiser steps);
 - ``default``: what ``studies/quickstart.yaml`` now uses: ``default_1ep`` trained for 3 epochs
-  (its training section is read from the study file, so this row follows the quickstart).
+  (its training section is read from the study file, so this row follows the quickstart);
+- ``default_hwa``: ``default`` + half an epoch of HWA fine-tuning before analog scoring.
 
 Scores go to ``bench/data/fidelity/scores.csv``, one row per (recipe, seed, arch); rows already
 there are kept, so a run can stop and go on.
@@ -32,6 +33,7 @@ import yaml
 from fidelity_truth import DATA, ROOT, by_cost
 
 SCORES = DATA / "scores.csv"
+TIMING = DATA / "timing.csv"  # `fidelity.py time`: seconds per candidate, all recipes in one run
 BASE: dict[str, Any] = {
     "name": "fidelity", "space": "resnet", "seed": 0, "n_trials": 1,
     "data": {"name": "fashion_mnist", "train_limit": 5000},
@@ -58,6 +60,8 @@ RECIPES: dict[str, dict[str, Any]] = {
     "default_1ep": {},  # nas.config.HwEvalCfg defaults
     "b32": {"train": {"batch_size": 32, "lr": 0.05}},
     "default": {"train": {**_quickstart_train(), "threads": 1}},
+    # the new default plus a short HWA fine-tune before analog scoring (hw_eval.hwa: auto)
+    "default_hwa": {"train": {**_quickstart_train(), "threads": 1}, "hw_eval": {"hwa": "auto"}},
 }
 
 
@@ -89,6 +93,22 @@ def score_all(archs: list[str], recipes: list[str], seeds: list[int], *, threads
         for (recipe, seed), evaluator in evaluators.items():
             if (recipe, seed, arch) not in done:
                 _append(_score_one(evaluator, recipe, seed, arch))
+
+
+def time_all(archs: list[str], recipes: list[str], *, threads: int, seed: int = 0) -> Path:
+    """Seconds per candidate of every recipe on the same ``archs``, in one process, recipes
+    interleaved per arch (a same-run comparison on a shared host); rewrites ``TIMING``."""
+    import torch
+
+    from nas.config import validate_study
+    from nas.evaluate import Evaluator
+
+    torch.set_num_threads(threads)
+    evaluators = {r: Evaluator(validate_study(study(r, seed))) for r in recipes}
+    rows = [{**_score_one(ev, r, seed, arch), "threads": threads}
+            for arch in by_cost("resnet", archs) for r, ev in evaluators.items()]
+    pd.DataFrame(rows).to_csv(TIMING, index=False)
+    return TIMING
 
 
 def _score_one(evaluator: Any, recipe: str, seed: int, arch: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from _results import markdown
-from fidelity_recipes import RECIPES, SCORES
+from fidelity_recipes import RECIPES, SCORES, TIMING
 from fidelity_truth import DATA, ROOT
 from scipy.stats import kendalltau
 
@@ -57,7 +57,16 @@ def _top_overlap(a: np.ndarray, b: np.ndarray, k: int = 5) -> int:
     return len(set(np.argsort(-a)[:k]) & set(np.argsort(-b)[:k]))
 
 
-def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int) -> list[dict[str, Any]]:
+def _seconds(recipe: str, mine: pd.DataFrame, timing: pd.DataFrame | None) -> float:
+    """Median seconds per candidate: from the same-run timing (``fidelity.py time``) when it has
+    the recipe, else from the scoring runs (which shared the host with other jobs)."""
+    if timing is not None and recipe in set(timing.recipe):
+        return float(timing[timing.recipe == recipe].seconds.median())
+    return float(mine.seconds.median())
+
+
+def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+         timing: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     ref = truth[(truth.space == "resnet") & (truth.recipe == "digital")].set_index("arch")[KEY]
     out = []
     for recipe in [r for r in RECIPES if r in set(scores.recipe)]:
@@ -65,7 +74,7 @@ def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int) -> list[dict
         per_seed = mine.pivot_table(index="arch", columns="seed", values="acc")
         both = per_seed.dropna()
         row: dict[str, Any] = {"recipe": recipe, "archs scored": len(per_seed),
-                               "s / candidate": float(mine.seconds.median())}
+                               "s / candidate": _seconds(recipe, mine, timing)}
         row["median SE (pt)"] = 100 * float(mine.acc_se.median())
         if both.shape[1] >= 2:
             row["tau seeds"] = _tau(both.iloc[:, 0].values, both.iloc[:, 1].values)
@@ -110,21 +119,27 @@ def write(*, bootstrap: int = 2000) -> str:
     truth = pd.read_csv(DATA / "truth.csv") if (DATA / "truth.csv").stat().st_size > 1 else (
         pd.DataFrame(columns=["space", "arch", "recipe", KEY]))
     scores = pd.read_csv(SCORES)
-    table = pd.DataFrame(rows(truth, scores, bootstrap))
+    timing = pd.read_csv(TIMING) if TIMING.is_file() else None
+    table = pd.DataFrame(rows(truth, scores, bootstrap, timing))
     plot(table, RESULTS / "fidelity" / "tau_vs_cost.png")
     text = markdown(table.to_dict("records"))
-    (RESULTS / "fidelity.md").write_text(_page(text, truth, scores))
+    (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing))
     return text
 
 
-def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame) -> str:
+def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame,
+          timing: pd.DataFrame | None) -> str:
     n_truth = int(((truth.space == "resnet") & (truth.recipe == "digital")).sum()) if len(
         truth) else 0
+    when = (f"Seconds per candidate: `python bench/fidelity.py time` ({timing.arch.nunique()} "
+            f"cheapest truth archs, every recipe in one process, seed 0, "
+            f"{int(timing.threads.iloc[0])} thread), where it has the recipe; else the "
+            "scoring runs' median.\n\n" if timing is not None else "")
     return (f"## Fidelity: ranking quality of scoring recipes\n\n"
             f"Command: `python bench/fidelity.py report` (after `truth` and `score`), "
             f"1 CPU thread per process. Truth set: {n_truth} resnet architectures so far "
             f"(bench/data/fidelity/truth.csv, recipe in recipe.json); recipe scores: "
-            f"{len(scores)} candidate evaluations (scores.csv).\n\n{text}\n\n"
+            f"{len(scores)} candidate evaluations (scores.csv).\n\n{when}{text}\n\n"
             f"![tau vs cost](fidelity/tau_vs_cost.png)\n{_findings()}")
 
 

@@ -25,6 +25,9 @@ _WHY = {
     "ScheduleCfg.min_budget": "budget of the lowest rung, in units of resource",
     "ScheduleCfg.max_budget": "budget of the top rung (the study's full budget)",
     "ScheduleCfg.resource": "what a budget varies: epochs, images or steps",
+    "ScheduleCfg.rung_se": "analog precision below the top rung: sqrt relaxes target_se by "
+                           "sqrt(max_budget / budget), at most to 5 points, and shrinks "
+                           "max_repeats alike; fixed keeps both",
     "TrainCfg.eval_batch_size": "images per batch when scoring (memory, not results)",
     "StudyConfig.evaluator": "train: proxy-train every candidate; supernet: inherit weights "
                              "from a weight-sharing supernet",

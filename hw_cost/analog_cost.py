@@ -15,6 +15,7 @@ import copy
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,6 +24,10 @@ from analog.coverage import digital_layers, is_mappable
 from analog.fast import split_sizes
 from hw_cost.static import count_flops
 from hwnas.common.errors import ConfigError
+
+TILE_SIZE = 512
+"""Crossbar rows = cols when no hardware model is named: aihwkit's default mapping, the one the
+``pcm`` accuracy model uses (HERMES' 256x256 cores are ``AnalogFigures.core_rows``)."""
 
 
 @dataclass(frozen=True)
@@ -113,12 +118,14 @@ class AnalogFigures:
         return adc + array
 
 
-def figures_for(hw: str, figures: AnalogFigures | None = None) -> AnalogFigures:
-    """``figures`` with tile size, ADC bits and read mode of analog hardware model ``hw``, so the
-    cost describes the hardware the accuracy model simulates."""
+def figures_for(hw: str, figures: AnalogFigures | None = None,
+                options: dict[str, Any] | None = None) -> AnalogFigures:
+    """``figures`` with tile size, ADC bits and read mode of analog hardware model ``hw`` (with
+    the study's ``options`` applied, e.g. ``{"tile_size": 256}``), so the cost describes the
+    hardware the accuracy model simulates."""
     import analog  # deferred: aihwkit is a heavy import
 
-    desc = analog.get_hw(hw).describe()
+    desc = analog.get_hw(hw).describe(**(options or {}))
     bits = round(math.log2(1 / desc["out_res"] + 2)) if 0 < desc["out_res"] < 1 else 8
     two_devices = desc["noise_model"].get("num_devices") == 2
     rows, cols = desc["tile_rows"], desc["tile_cols"]
@@ -191,33 +198,44 @@ def _digital_nj(macs: int, weight_bytes: int, act_bytes: int, fig: AnalogFigures
         / 1e3
 
 
+def _figures(tile_size: int | None, figures: AnalogFigures | None, hw: str | None,
+             hw_options: dict[str, Any] | None) -> AnalogFigures:
+    fig = figures or AnalogFigures(tile_rows=TILE_SIZE, tile_cols=TILE_SIZE)
+    if hw is not None:
+        fig = figures_for(hw, fig, hw_options)
+    if tile_size is None:
+        return fig
+    if not isinstance(tile_size, int) or isinstance(tile_size, bool) or tile_size <= 0:
+        raise ConfigError.one("tile_size", "must be a positive integer (crossbar rows = cols)",
+                              tile_size, "pass e.g. --tile-size 256")
+    return replace(fig, tile_rows=tile_size, tile_cols=tile_size)
+
+
 def flat_analog(estimate: dict) -> dict[str, float]:
     """The headline figures of an ``analog_cost`` estimate, as the flat metrics a trial stores."""
-    return {"analog_tiles": estimate["tiles"],
+    return {"analog_tiles": estimate["tiles"], "analog_tile_size": estimate["tile_size"],
             "analog_weight_fraction": estimate["analog_weight_fraction"],
             "analog_mac_fraction": estimate["analog_mac_fraction"],
-            "analog_energy_uj": estimate["energy_uj"], "analog_latency_us": estimate["latency_us"]}
+            "analog_energy_uj": estimate["energy_uj"], "analog_latency_us": estimate["latency_us"],
+            # the same network on the digital reference, for a side-by-side estimate
+            "digital_ref_energy_uj": estimate["digital_reference_energy_uj"]}
 
 
-def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int = 512,
+def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int | None = None,
                 figures: AnalogFigures | None = None, per_layer: bool = False,
                 total_macs: int | None = None, digital: Sequence[str] = (),
-                hw: str | None = None) -> dict:
+                hw: str | None = None, hw_options: dict[str, Any] | None = None) -> dict:
     """Estimated analog mapping cost of one inference (batch 1) of ``model``, next to the same
     model on the digital reference (``digital_reference_energy_uj``).
 
-    ``tile_size``: crossbar rows = cols of the accuracy model (aihwkit's 512 by default), or
-    ``hw``: take tile size, ADC bits and read mode from that analog hardware model.
+    ``hw``: take tile size, ADC bits and read mode from that analog hardware model, with
+    ``hw_options`` applied (its ``AnalogOptions``), so cost and accuracy see one tile size.
+    ``tile_size``: crossbar rows = cols; overrides ``hw``'s. Without either: ``TILE_SIZE``.
     ``digital``: shell patterns of layers kept digital (layer-wise mapping).
     ``total_macs`` (all MACs of one image, as ``static_costs`` counts them) saves a second FLOP
     count when the caller has it already.
     """
-    if not isinstance(tile_size, int) or isinstance(tile_size, bool) or tile_size <= 0:
-        raise ConfigError.one("tile_size", "must be a positive integer (crossbar rows = cols)",
-                              tile_size, "pass e.g. --tile-size 256")
-    fig = replace(figures or AnalogFigures(), tile_rows=tile_size, tile_cols=tile_size)
-    if hw is not None:
-        fig = figures_for(hw, fig)
+    fig = _figures(tile_size, figures, hw, hw_options)
     model = copy.deepcopy(model).eval().float()
     x = torch.randn(1, *input_shape)
     keep = set(digital_layers(model, digital)) if digital else set()
@@ -239,6 +257,8 @@ def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int 
     out = {
         "estimate": True,
         "tile_size": fig.tile_rows,
+        "hw": hw, "hw_options": dict(hw_options or {}), "adc_bits": fig.adc_bits,
+        "read_mode": fig.read_mode,
         "tiles": sum(layer["tiles"] for layer in layers),
         "cores_used": sum(layer["cores"] for layer in layers),
         "fits_on_chip": sum(layer["cores"] for layer in layers) <= fig.cores,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from hw_cost.analog_cost import analog_cost, flat_analog
+from hw_cost.analog_cost import analog_cost, figures_for, flat_analog
 from hw_cost.backends import fingerprint_hash, get_backend
 from hw_cost.cache import CostCache, CostKey
 from hw_cost.latency import StopRule, measure_latency
@@ -27,8 +27,6 @@ ROOF_KEYS = ("arithmetic_intensity", "bytes_moved", "attained_flops", "roof_flop
              "roof_fraction", "peak_flops", "peak_bytes_per_s", "memory_level",
              "level_bytes_per_s", "ridge", "bound", "ceiling")
 CacheArg = CostCache | str | os.PathLike | bool | None
-TILE_SIZE = 256
-"""Crossbar rows = cols of the cost estimate ``cost_of`` stores (HERMES' 256x256 cores)."""
 
 
 def resolve_cache(cache: CacheArg) -> CostCache | None:
@@ -50,10 +48,15 @@ def device_fingerprint(device: str = "cpu", threads: int | None = None) -> dict[
 def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str = "cpu",
                   batch_size: int = 1, dtype: str = "fp32", channels_last: bool = False,
                   compile: bool | str = False, threads: int | None = None,
-                  max_seconds: float = 10.0, min_seconds: float = 0.0, tile_size: int = TILE_SIZE,
-                  cache: CostCache | None = None, rule: StopRule | None = None,
-                  clock: str = "wall", form: str = "eager") -> dict[str, object]:
+                  max_seconds: float = 10.0, min_seconds: float = 0.0,
+                  tile_size: int | None = None, cache: CostCache | None = None,
+                  rule: StopRule | None = None, clock: str = "wall", form: str = "eager",
+                  hw: str | None = None,
+                  hw_options: dict[str, object] | None = None) -> dict[str, object]:
     """Latency, static costs, roofline placement and analog estimate of one built model (flat).
+
+    The analog estimate takes its tile size, ADC bits and read mode from hardware model ``hw``
+    with ``hw_options`` (``hw_cost.analog_cost``), so it describes what the accuracy model scores.
 
     ``form`` is the deployed form timed (``hw_cost.forms``). An int8 model is not placed under
     the roofline (its fields are None): the ceilings are float matmuls and copies."""
@@ -69,7 +72,7 @@ def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str =
         ceilings = get_ceilings(device=device, dtype=lat.dtype, threads=threads, cache=cache,
                                 clock=clock)
         roof = roofline_point(static, lat.median_ms, ceilings)
-    analog = analog_cost(model, input_shape, tile_size=tile_size,
+    analog = analog_cost(model, input_shape, tile_size=tile_size, hw=hw, hw_options=hw_options,
                          total_macs=static["macs"] // batch_size)
     return {
         "latency_ms": lat.median_ms, "latency_p10_ms": lat.p10_ms, "latency_p90_ms": lat.p90_ms,
@@ -90,8 +93,9 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
             device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
             channels_last: bool = False, compile: bool | str = False, threads: int | None = None,
             cache: CacheArg = None, refresh: bool = False, max_seconds: float = 10.0,
-            min_seconds: float = 0.0, tile_size: int = TILE_SIZE, rule: StopRule | None = None,
-            clock: str = "wall", form: str = "eager") -> dict[str, object]:
+            min_seconds: float = 0.0, tile_size: int | None = None, rule: StopRule | None = None,
+            clock: str = "wall", form: str = "eager", hw: str | None = None,
+            hw_options: dict[str, object] | None = None) -> dict[str, object]:
     """All costs of ``arch`` from ``space`` (see ``measure_model``), cached.
 
     A cache hit returns the stored dict with ``cached=True``; ``refresh`` re-measures, and so
@@ -102,6 +106,8 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     ``min_seconds`` its shortest timing, for a figure that averages a shared host's drift);
     ``clock="thread"`` times CPU time of the one timing thread (see ``options.CLOCKS``);
     ``form`` the deployed form timed (``hw_cost.forms``), part of the cache key.
+    ``hw`` and ``hw_options``: the analog hardware model the analog estimate describes (tile
+    size, ADC bits, read mode); ``tile_size`` overrides its tile size. Both are in the key.
     """
     from search_spaces import get_space
 
@@ -112,10 +118,14 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
                               input_shape, "pass e.g. --input-shape 1,28,28")
     sp = get_space(space)
     sp.validate(arch)
+    if hw is not None:  # a bad name or option fails before any timing
+        figures_for(hw, options=hw_options)
     store = resolve_cache(cache)
     fingerprint = device_fingerprint(target.device, threads)
     options = {"num_classes": num_classes, "channels_last": channels_last, "compile": compile,
                "tile_size": tile_size, "clock": clock, "form": form}
+    if hw is not None:  # only when named, so estimates without one keep their cache entries
+        options.update(hw=hw, hw_options=dict(hw_options or {}))
     key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, target.dtype,
                   target.input_shape, options)
     hit = store.get(key) if store is not None and not refresh else None
@@ -127,7 +137,7 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
                            batch_size=batch_size, dtype=dtype, channels_last=channels_last,
                            compile=compile, threads=threads, max_seconds=max_seconds,
                            min_seconds=min_seconds, tile_size=tile_size, cache=store, rule=rule,
-                           clock=clock, form=form)
+                           clock=clock, form=form, hw=hw, hw_options=hw_options)
     with get_backend(target.device).session(target.device, threads):  # names the threads used
         prov = provenance(target.device, options=options)
     result.update(space=space, arch=arch, features=sp.features(arch), provenance=prov)

@@ -58,9 +58,42 @@ def describe_metric(key: str, value: float, attrs: dict[str, Any], cfg: StudyCon
         out["device"] = info.get("device_name", cfg.latency.device)
         out.update(batch_size=cfg.latency.batch_size, dtype=cfg.latency.dtype,
                    threads=cfg.latency.threads, form=info.get("form", "eager"))
-    if key.startswith("analog_"):
+    if key.startswith("analog_") or key.endswith("energy_uj"):
         out["estimate"] = True
     return out
+
+
+ENERGY_SOURCE = ("estimates from per-operation figures, not measurements: analog tiles from the "
+                 "HERMES PCM chip (Le Gallo et al., Nat. Electron. 2023), the digital reference "
+                 "from Horowitz (ISSCC 2014) scaled to the same 14 nm node with SRAM access "
+                 "(hw_cost.analog_cost.AnalogFigures)")
+
+
+def energy_section(attrs: dict[str, Any], info: dict[str, Any]) -> dict[str, Any] | None:
+    """Analog and digital energy per inference side by side, or None without an estimate."""
+    if "analog_energy_uj" not in attrs:
+        return None
+    options = json.loads(info.get("analog_cost_options") or "{}")
+    return {"estimate": True, "analog_uj": attrs["analog_energy_uj"],
+            "digital_reference_uj": attrs.get("digital_ref_energy_uj"),
+            "analog_mac_fraction": attrs.get("analog_mac_fraction"),
+            "hardware_model": info.get("analog_cost_hw"), "options": options,
+            "tile_size": attrs.get("analog_tile_size"), "source": ENERGY_SOURCE}
+
+
+def _energy_lines(energy: dict[str, Any]) -> list[str]:
+    tiles = f", {_fmt(energy.get('tile_size'))}-row tiles" if energy.get("tile_size") else ""
+    hw = energy.get("hardware_model") or "default figures"
+    share = 100 * (energy.get("analog_mac_fraction") or 0.0)
+    if energy.get("options"):
+        hw += " with " + ", ".join(f"{k}={v}" for k, v in energy["options"].items())
+    return ["", "## Energy per inference (estimate)", "",
+            "| hardware | energy (uJ) |", "|---|---|",
+            f"| analog accelerator ({hw}{tiles}; {share:.0f}% of MACs on tiles) | "
+            f"{_fmt(energy['analog_uj'])} |",
+            f"| same network on the digital reference | "
+            f"{_fmt(energy.get('digital_reference_uj'))} |", "",
+            f"Both are {energy['source']}."]
 
 
 _ESTIMATE_PARTS = ("_std", "_se", "_median", "_repeats", "_images")
@@ -96,6 +129,7 @@ def trial_card(cfg: StudyConfig, trial: FrozenTrial, *, extra: dict | None = Non
         "data": cfg.data.model_dump(),
         "proxy_training": cfg.train.model_dump() | {"seed": cfg.seed},
         "hw_eval": cfg.hw_eval.model_dump(),
+        "energy": energy_section(attrs, info),
         "config": cfg.dump(),
     }
     return card | (extra or {})
@@ -129,6 +163,8 @@ def to_markdown(card: dict[str, Any]) -> str:
                   f"({_fmt(roof.get('attained_flops'))} of {_fmt(roof.get('roof_flops'))} "
                   f"FLOP/s attained); binding ceiling: {roof.get('ceiling', roof.get('bound'))}"
                   f" (working set in {roof.get('memory_level', '?')})"]
+    if card.get("energy"):
+        lines += _energy_lines(card["energy"])
     if card.get("metrics"):
         lines += ["", "## Every metric", "",
                   "Accuracies are estimates: mean ± standard error, the std over programmings, "

@@ -26,7 +26,7 @@ from pydantic import (
 from hwnas.common.errors import ConfigError
 from hwnas.common.plugins import is_path, load_entry_points, load_plugins
 from hwnas.train.fit_config import FitConfig
-from nas.config_checks import pydantic_problems, registry_problems
+from nas.config_checks import hw_options_problems, pydantic_problems, registry_problems
 from nas.mapping import MappingCfg, mapping_problems, parse_mapping
 from nas.objectives import METRICS, Budget, Objective, time_label
 from nas.schedule import ScheduleCfg, schedule_problems
@@ -95,6 +95,10 @@ class TrainCfg(_Cfg):
     amp: bool = _FIT["amp"]
     channels_last: bool = _FIT["channels_last"]
     eval_batch_size: int = Field(_FIT["eval_batch_size"], gt=0)
+    validation: Literal["epoch", "end", "off"] = Field(
+        "off", description="val-split passes while training: off (the default here: the study "
+        "scores every candidate itself after training, on hw_eval.eval_limit images), end, or "
+        "epoch (FitConfig's default)")
     threads: int | None = Field(1, gt=0, description="torch CPU threads while training and "
                                 "scoring a candidate: fixed, so a result never depends on the "
                                 "worker count (float sums differ between thread counts)")
@@ -123,6 +127,10 @@ class HwEvalCfg(_Cfg):
     mapping: dict[str, Any] = Field(
         default_factory=dict, description="layer-wise analog/digital mapping, fixed or searched "
         "(nas.mapping): e.g. {search: [first_k_digital, last_k_digital], max_k: 2}")
+    options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="fixed parameters per analog hardware model, e.g. "
+        "{pcm: {adc_bits: 8, tile_size: 256}} (analog.aimc.AnalogOptions): the accuracy model "
+        "and the analog cost estimate both use them, and every trial records them")
 
     @field_validator("mapping")
     @classmethod
@@ -320,7 +328,7 @@ def validate_study(raw: dict[str, Any]) -> StudyConfig:
         problems += pydantic_problems(err, StudyConfig)
     problems += registry_problems(raw, cfg)
     if cfg is not None:
-        problems += schedule_problems(cfg) + mapping_problems(cfg)
+        problems += schedule_problems(cfg) + mapping_problems(cfg) + hw_options_problems(cfg)
     if problems:
         raise ConfigError(problems)
     assert cfg is not None

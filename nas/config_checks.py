@@ -105,6 +105,32 @@ def hw_problem(where: str, name: str) -> Problem | None:
         return Problem(where, p.rule, name, p.fix)
 
 
+def hw_options_problems(cfg: Any) -> list[Problem]:
+    """``hw_eval.options``: each key an analog hardware model the study scores, each value
+    ``analog.aimc.AnalogOptions`` that the model can build with."""
+    from analog.hw import get_hw
+
+    scored = {item.hw for item in [*cfg.objectives, *cfg.constraints] if item.hw}
+    out = []
+    for name, opts in cfg.hw_eval.options.items():
+        where = f"hw_eval.options.{name}"
+        if name not in scored:
+            out.append(Problem(where, "must name a hardware model an objective or constraint "
+                               f"scores ({sorted(scored) or 'none'})", name,
+                               "fix the name or drop the entry"))
+        elif hw_problem(where, name) is not None:
+            continue  # an unknown model: the objective's own check reports it
+        elif get_hw(name).kind != "analog":
+            out.append(Problem(where, "options apply to analog hardware models only", name,
+                               "drop the entry (`hwnas analog list` shows the analog models)"))
+        else:
+            try:
+                get_hw(name).describe(**opts)
+            except ConfigError as err:
+                out += [Problem(where, p.rule, p.value, p.fix) for p in err.problems]
+    return out
+
+
 def time_problem(where: str, time: Any) -> Problem | None:
     from analog import parse_time
 

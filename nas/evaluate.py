@@ -161,7 +161,7 @@ class Evaluator:
         choice = fixed_choice(mcfg) if choice is None else choice
         model = self.build(arch)
         digital = digital_patterns(model, choice, mcfg)
-        metrics.update(glue.mapped_costs(model, self.data.input_shape, digital))
+        metrics.update(glue.mapped_costs(self.cfg, model, self.data.input_shape, digital))
         metrics.update({f"mapping.{k}": float(v) for k, v in choice.items()})
         info["mapping"] = describe(choice, digital)
         return digital
@@ -204,10 +204,11 @@ class Evaluator:
             acc = evaluate(model, x, y, device=self.cfg.train.device)["acc"]
             metrics.update(acc_digital=acc, acc_digital_se=sampling_se(acc, len(y)),
                            acc_digital_images=float(len(y)))
+            precision = schedule.rung_precision(self.cfg, budget)
             for hw, times in self.hw_times().items():
-                if hw != "digital":  # scored alike at every rung: the budget is training's only
+                if hw != "digital":
                     metrics.update(glue.hw_accuracy(self.cfg, model, self.data, hw, times, x, y,
-                                                    digital=digital))
+                                                    digital=digital, precision=precision))
         return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
     def build(self, arch: str) -> nn.Module:

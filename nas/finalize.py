@@ -272,7 +272,9 @@ def _train(work: Path, teacher: nn.Module | None, cfg: Any, fc: FinalizeConfig
     from hwnas.train.ddp import DDPJob, Dist, FileStore, run_job, train
     from nas import glue
 
-    fit = asdict(glue.fit_config(cfg, epochs=fc.epochs, **({"lr": fc.lr} if fc.lr else {})))
+    # the final model's training reports its validation accuracy every epoch
+    fit = asdict(glue.fit_config(cfg, epochs=fc.epochs, validation="epoch",
+                                 **({"lr": fc.lr} if fc.lr else {})))
     loss: dict[str, Any] = {}
     if teacher is not None:
         loss = {"loss_factory": "hwnas.compress.distill:make_loss",
@@ -308,7 +310,7 @@ def _hwa(student: nn.Module, teacher: nn.Module | None, data: Any, cfg: Any,
     hw, epochs = study_hw(cfg), cfg.hw_eval.hwa_epochs
     if epochs <= 0 or analog.get_hw(hw).kind != "analog":
         return None
-    fit = glue.fit_config(cfg, epochs=epochs)
+    fit = glue.fit_config(cfg, epochs=epochs, validation="end")  # its val_acc is reported
     if teacher is not None:
         dcfg = DistillConfig(mode=fc.distill_mode, alpha=fc.alpha, temperature=fc.temperature)
         loss = Distiller(teacher.to(cfg.train.device), dcfg)

@@ -7,6 +7,7 @@ Kept in one place so the evaluator reads as a recipe and each call into ``hw_cos
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from hwnas.common.seeds import stream_seed
@@ -23,27 +24,46 @@ def costs(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
     import hw_cost
 
     lat = cfg.latency
+    hw, hw_options = cost_hw(cfg)
     raw = hw_cost.cost_of(space, arch, input_shape=input_shape, num_classes=num_classes,
                           device=lat.device, batch_size=lat.batch_size, dtype=lat.dtype,
                           threads=lat.threads, cache=lat.cache, max_seconds=lat.max_seconds,
-                          min_seconds=lat.min_seconds, form=latency_form(cfg))
+                          min_seconds=lat.min_seconds, form=latency_form(cfg), hw=hw,
+                          hw_options=hw_options)
     metrics = {k: float(v) for k, v in raw.items()
                if isinstance(v, int | float) and not isinstance(v, bool)}
     info = {k: raw[k] for k in _INFO_KEYS if k in raw}
     info["device_name"] = (raw.get("provenance") or {}).get("device", lat.device)
+    if hw is not None:  # trial info keeps scalars: the options as sorted JSON text
+        info["analog_cost_hw"] = hw
+        if hw_options:
+            info["analog_cost_options"] = json.dumps(hw_options, sort_keys=True)
     if _needs(cfg, "pred_latency_ms"):
         metrics["pred_latency_ms"] = predicted_latency(cfg, space, arch, input_shape, num_classes)
     return metrics, info
 
 
-def mapped_costs(model, input_shape: tuple[int, ...],  # noqa: ANN001 - an nn.Module
-                 digital: list[str]) -> dict[str, float]:
-    """The analog cost metrics of ``model`` with the ``digital`` layers kept digital (layer-wise
-    mapping); they replace ``cost_of``'s all-analog ones, at its tile size."""
-    from hw_cost.analog_cost import analog_cost, flat_analog
-    from hw_cost.api import TILE_SIZE
+def cost_hw(cfg: StudyConfig) -> tuple[str | None, dict[str, Any]]:
+    """The analog hardware model (and its ``hw_eval.options``) the analog cost estimate
+    describes: the first analog model the study scores, so cost and accuracy see one tile size,
+    ADC and read mode. None when the study scores no analog model."""
+    import analog
 
-    return flat_analog(analog_cost(model, input_shape, tile_size=TILE_SIZE, digital=digital))
+    for item in [*cfg.objectives_resolved(), *cfg.budgets()]:
+        if item.hw and analog.get_hw(item.hw).kind == "analog":
+            return item.hw, dict(cfg.hw_eval.options.get(item.hw, {}))
+    return None, {}
+
+
+def mapped_costs(cfg: StudyConfig, model,  # noqa: ANN001 - an nn.Module
+                 input_shape: tuple[int, ...], digital: list[str]) -> dict[str, float]:
+    """The analog cost metrics of ``model`` with the ``digital`` layers kept digital (layer-wise
+    mapping); they replace ``cost_of``'s all-analog ones, on the same hardware model."""
+    from hw_cost.analog_cost import analog_cost, flat_analog
+
+    hw, hw_options = cost_hw(cfg)
+    return flat_analog(analog_cost(model, input_shape, hw=hw, hw_options=hw_options,
+                                   digital=digital))
 
 
 def latency_form(cfg: StudyConfig) -> str:
@@ -80,14 +100,16 @@ def fit_config(cfg: StudyConfig, **changes: Any):  # noqa: ANN201 - hwnas.train.
 
 
 def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],  # noqa: ANN001
-                x, y, digital: list[str] | None = None) -> dict[str, float]:  # noqa: ANN001
+                x, y, digital: list[str] | None = None,  # noqa: ANN001
+                precision: Any = None) -> dict[str, float]:
     """``acc_<hw>[@t]`` with its estimate (``_std``, ``_se``, ``_median``, ``_repeats``,
     ``_images``), the analog coverage, and for analog models ``<hw>_adabs`` and ``<hw>_hwa_s``.
 
     Every draw comes from the study seed's streams (``hwnas.common.seeds``): HWA fine-tuning
     from ``hwa``, AdaBS images from ``adabs``, programming and periphery noise inside
     ``analog.evaluate``. The same (config, arch, seed) gives the same numbers. ``digital``:
-    layers an analog model keeps digital (``nas.mapping``).
+    layers an analog model keeps digital (``nas.mapping``). ``precision``: the rung's target SE
+    and programmings cap (``nas.schedule.rung_precision``); None: ``hw_eval``'s.
     """
     import time
 
@@ -107,10 +129,12 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
     adabs = he.adabs if is_analog else 0
     res = analog.evaluate(scored.eval(), x, y, hw, times=tuple(seconds), repeats=he.repeats,
                           seed=cfg.seed, compensation=he.compensation, fast=he.fast,
+                          options=he.options.get(hw),
                           calib=data.x_train[:256], device=cfg.train.device, adabs=adabs,
                           adabs_images=training_images(data.x_train, adabs, cfg.seed),
-                          target_se=he.target_se if is_analog else None,
-                          max_repeats=he.max_repeats,
+                          target_se=(precision.target_se if precision else he.target_se)
+                          if is_analog else None,
+                          max_repeats=precision.max_repeats if precision else he.max_repeats,
                           digital=(digital or []) if is_analog else [])
     for label, point in zip(times, res.points, strict=True):
         key = f"acc_{hw}@{label}" if label else f"acc_{hw}"

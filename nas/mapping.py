@@ -100,7 +100,7 @@ def fixed_choice(cfg: MappingCfg) -> dict[str, int]:
         raise ConfigError.one("mapping", "a searched mapping is chosen per trial", None,
                               "pass the trial's choice: evaluate(arch, mapping=choose(trial, "
                               "cfg))")
-    return {knob: getattr(cfg, knob) for knob in KNOBS}
+    return choose(None, cfg)  # nothing is searched: no trial is asked
 
 
 def sample_candidate(trial: Any, space: Any, cfg: MappingCfg) -> tuple[str, dict[str, int]]:

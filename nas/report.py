@@ -37,6 +37,10 @@ def _table(frame: pd.DataFrame, cls: str = "") -> str:
     return frame.to_html(index=False, escape=True, na_rep="", classes=cls, float_format="%.4g")
 
 
+_ENERGY = (("analog_energy_uj", "energy analog uJ (estimate)"),
+           ("digital_ref_energy_uj", "energy digital uJ (estimate)"))
+
+
 def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.DataFrame:
     rows = []
     for t in front.trials:
@@ -53,6 +57,9 @@ def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.
         for key in ("acc_digital", "latency_p10_ms", "latency_p90_ms"):
             if key in t.user_attrs and key not in row:
                 row[key] = t.user_attrs[key]
+        for key, label in _ENERGY:  # analog and digital side by side, both estimates
+            if key in t.user_attrs:
+                row[label] = t.user_attrs[key]
         row["card"] = f"pareto/{folder.name}/card.md" if (folder / "card.md").exists() else ""
         rows.append(row)
     return pd.DataFrame(rows)

@@ -57,6 +57,43 @@ class ScheduleCfg(BaseModel):
     min_budget: float | None = None
     max_budget: float | None = None
     resource: Literal["epochs", "images", "steps"] = "epochs"
+    rung_se: Literal["sqrt", "fixed"] = "sqrt"
+    """Analog precision below the top rung: ``sqrt`` relaxes ``hw_eval.target_se`` by
+    sqrt(max_budget / budget), at most to ``RUNG_SE_CAP`` (``rung_precision``); ``fixed`` scores
+    every rung to the study's target."""
+
+
+RUNG_SE_CAP = 0.05
+"""A lower rung is never scored looser than 5 points of SE (about 200 images)."""
+
+
+@dataclass(frozen=True)
+class RungPrecision:
+    """How precisely a rung's analog accuracies are scored (``hw_eval`` at the top rung)."""
+
+    target_se: float | None
+    max_repeats: int
+
+
+def rung_precision(cfg: Any, budget: float | None) -> RungPrecision:
+    """The analog precision at a rung of ``budget`` (None: the full budget).
+
+    A short proxy training ranks candidates with more noise than a long one: between two seeds,
+    one epoch on 5,000 Fashion-MNIST images moves a score by 4-5 points, three epochs by 1.6
+    (BENCHMARKS.md, fidelity). Scoring a low rung to the top rung's SE buys precision its
+    training cannot use, at the top rung's cost. With ``rung_se: sqrt`` the target grows as
+    sqrt(max_budget / budget), capped at ``RUNG_SE_CAP``, and the cap on programmings shrinks
+    by the same factor (at least ``hw_eval.repeats``). One rung, whose candidates promotion
+    compares, has one precision."""
+    he, s = cfg.hw_eval, cfg.schedule
+    top = RungPrecision(he.target_se, he.max_repeats)
+    if (he.target_se is None or budget is None or s.type == "none" or s.rung_se == "fixed"
+            or s.max_budget is None or budget >= s.max_budget):
+        return top
+    target = max(he.target_se, min(he.target_se * math.sqrt(s.max_budget / budget),
+                                   RUNG_SE_CAP))
+    repeats = max(he.repeats, round(he.max_repeats * he.target_se / target))
+    return RungPrecision(target, min(repeats, he.max_repeats))
 
 
 def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.config.StudyConfig

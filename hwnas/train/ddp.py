@@ -101,7 +101,12 @@ class Dist:
 
 def setup(job: DDPJob) -> Dist:
     """Join the process group when launched distributed; a plain process is rank 0 of 1."""
-    device = FitConfig(**job.fit).device
+    return join_group(FitConfig(**job.fit).device, job.backend)
+
+
+def join_group(device: str = "cpu", backend: str | None = None) -> Dist:
+    """This process's ``Dist``: under torchrun (``RANK`` set) it joins the process group (NCCL
+    on CUDA, gloo on CPU, or ``backend``); a plain process is rank 0 of 1."""
     if "RANK" not in os.environ:
         return Dist(device=device)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -110,9 +115,23 @@ def setup(job: DDPJob) -> Dist:
         device = f"cuda:{local}"
         torch.cuda.set_device(device)
     if not dist.is_initialized():
-        backend = job.backend or ("nccl" if device.startswith("cuda") else "gloo")
-        dist.init_process_group(backend=backend)
+        dist.init_process_group(backend=backend or ("nccl" if device.startswith("cuda")
+                                                    else "gloo"))
     return Dist(rank=rank, world=world, local_rank=local, device=device)
+
+
+def torchrun_command(nproc: int, module_args: list[str], *, max_restarts: int = 0) -> list[str]:
+    """``python -m torch.distributed.run --standalone`` of ``nproc`` workers, each running
+    ``python -m <module_args>``."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc_per_node={nproc}", f"--max-restarts={max_restarts}", "-m", *module_args]
+
+
+def thread_env(nproc: int, threads: int | None = None) -> dict[str, str]:
+    """The environment of ``nproc`` workers sharing this machine's cores (torch would otherwise
+    start one thread per core in every process and oversubscribe it)."""
+    return {**os.environ,
+            "OMP_NUM_THREADS": str(threads or max(1, (os.cpu_count() or 1) // nproc))}
 
 
 class CheckpointStore(Protocol):
@@ -319,18 +338,15 @@ def run_job(job: DDPJob, *, nproc: int = 1, threads: int | None = None, max_rest
             timeout: float | None = None) -> dict[str, Any]:
     """Run ``job`` under ``torchrun --standalone`` with ``nproc`` processes; return result.json.
 
-    ``threads`` per process defaults to the CPU cores shared out (torch would otherwise start
-    one thread per core in every process and oversubscribe the machine).
+    ``threads`` per process defaults to the CPU cores shared out (``thread_env``).
     """
     out = Path(job.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = job.save(out / "job.json")
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads or max(1, (os.cpu_count() or 1) // nproc))}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc_per_node={nproc}", f"--max-restarts={max_restarts}",
-           "-m", "hwnas.train.ddp", "--job", str(path)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    cmd = torchrun_command(nproc, ["hwnas.train.ddp", "--job", str(path)],
+                           max_restarts=max_restarts)
+    proc = subprocess.run(cmd, env=thread_env(nproc, threads), capture_output=True, text=True,
+                          timeout=timeout, check=False)
     (out / "torchrun.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0 or not (out / "result.json").exists():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]

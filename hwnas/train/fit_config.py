@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from hwnas.common.errors import ConfigError, Problem
 
 OPTIMIZERS = ("sgd", "adamw")
+VALIDATION = ("epoch", "end", "off")
 _DEFAULT_LR = {"sgd": 0.1, "adamw": 1e-3}
 
 
@@ -47,6 +48,10 @@ class FitConfig:
     """channels_last memory format for plain convs, on CPU too: oneDNN and cuDNN run it faster
     (1.3-1.4x training throughput on CPU for the CNN spaces, measured in bench/train_loop.py)."""
     eval_batch_size: int = 1000
+    validation: str = "epoch"
+    """When to score the val split while training: ``epoch`` (after every epoch, the history),
+    ``end`` (after the last one only) or ``off`` (never; ``FitResult.val_acc`` is NaN), for a
+    caller that scores the model itself afterwards."""
 
     def __post_init__(self) -> None:
         if self.lr is None and self.optimizer in _DEFAULT_LR:
@@ -82,6 +87,8 @@ class FitConfig:
              "pass --device cpu on a machine without GPU"),
             ("eval_batch_size", isinstance(self.eval_batch_size, int) and self.eval_batch_size >= 1,
              self.eval_batch_size, "must be an int >= 1", "pass e.g. 1000"),
+            ("validation", self.validation in VALIDATION, self.validation,
+             f"must be one of {VALIDATION}", "pass epoch, end or off"),
         ]
         return [Problem(f"FitConfig.{k}", rule, v, fix) for k, ok, v, rule, fix in checks if not ok]
 

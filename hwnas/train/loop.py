@@ -182,7 +182,7 @@ def fit(model: nn.Module, data: DataSplits, cfg: FitConfig | None = None, *,
     x_val, y_val = data.x_val.to(cfg.device), data.y_val.to(cfg.device)
     with torch.random.fork_rng(devices=[torch.device(cfg.device)] if cuda else []):
         torch.manual_seed(stream_seed(cfg.seed, "dropout"))
-        return _fit_epochs(model, loader, total, run, x_val, y_val, cfg.eval_batch_size)
+        return _fit_epochs(model, loader, total, run, (x_val, y_val), cfg)
 
 
 @dataclass
@@ -229,21 +229,25 @@ def prepare(model: nn.Module, cfg: FitConfig, batches_per_epoch: int, *,
 
 
 def _fit_epochs(model: nn.Module, loader: DeviceLoader, total: int, run: TrainRun,
-                x_val: torch.Tensor, y_val: torch.Tensor, eval_bs: int) -> FitResult:
+                val_split: tuple[torch.Tensor, torch.Tensor], cfg: FitConfig) -> FitResult:
     start, train_s, step, history = time.perf_counter(), 0.0, 0, []
+    skipped = {"acc": math.nan, "loss": math.nan}
     while step < total:
         t0 = time.perf_counter()
         done, loss = _train_epoch(model, loader, total - step, run, step)
         _sync(run.device)
         train_s += time.perf_counter() - t0
         step += done
-        val = evaluate(model, x_val, y_val, batch_size=eval_bs, device=run.device)
+        due = cfg.validation == "epoch" or (cfg.validation == "end" and step >= total)
+        val = evaluate(model, *val_split, batch_size=cfg.eval_batch_size,
+                       device=run.device) if due else skipped
         history.append({"epoch": step / len(loader), "step": step, "train_loss": loss,
                         "val_acc": val["acc"], "val_loss": val["loss"],
                         "lr": run.optimizer.param_groups[0]["lr"],
                         "seconds": time.perf_counter() - start})
         if run.on_epoch is not None:
             run.on_epoch(history[-1])
+    model.eval()  # as promised, also when no validation pass put it there
     last = history[-1]
     return FitResult(epochs=step / len(loader), steps=step, train_loss=last["train_loss"],
                      val_acc=last["val_acc"], val_loss=last["val_loss"],

@@ -86,7 +86,11 @@ def _measure_parser() -> argparse.ArgumentParser:
                    help="profile instead of measuring: write a torch.profiler Chrome trace "
                         "(default profile.json) and print the top operators by self time")
     p.add_argument("--top", type=int, default=15, help="operators listed with --profile (15)")
-    p.add_argument("--tile-size", type=int, default=256, help="analog crossbar size (256)")
+    p.add_argument("--hw", default=None, metavar="NAME",
+                   help="analog hardware model the analog estimate describes (its tile size, "
+                        "ADC bits and read mode; `hwnas analog list`)")
+    p.add_argument("--tile-size", type=int, default=None,
+                   help="analog crossbar rows = cols (default: --hw's, else 512)")
     p.set_defaults(handler=cmd_measure)
     return p
 
@@ -185,7 +189,7 @@ def cmd_measure(ns: argparse.Namespace) -> int:
                 batch_size=ns.batch, dtype=ns.dtype, channels_last=ns.channels_last,
                 compile=ns.compile, threads=ns.threads, cache=_cache(ns) or False,
                 refresh=ns.refresh, max_seconds=ns.max_seconds, min_seconds=ns.min_seconds,
-                tile_size=ns.tile_size, clock=ns.clock, form=ns.form)
+                tile_size=ns.tile_size, clock=ns.clock, form=ns.form, hw=ns.hw)
     _print(r if ns.json else _group(r), ns.json)
     return 0
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 from pathlib import Path
 
 HWA_NOISE = 0.05  # analog.hwa.HwaOptions' default weight noise
@@ -32,7 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--out", default=None, help="checkpoint (default runs/supernet/SPACE[-hwa].pt)")
     t.add_argument("--resume", action="store_true", help="continue from --out")
     t.add_argument("--checkpoint-every", type=int, default=50)
-    t.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    t.add_argument("--threads", type=int, default=None, help="torch CPU threads (per process)")
+    t.add_argument("--nproc", type=int, default=1,
+                   help="data-parallel processes under torchrun (gloo on CPU); the batch size "
+                        "stays the global batch")
     t.set_defaults(func=cmd_train)
     s = groups.add_parser("score", help="digital accuracy of sub-networks with inherited weights")
     s.add_argument("checkpoint")
@@ -62,15 +67,45 @@ def _config(args: argparse.Namespace):  # noqa: ANN202 - SupernetTrainConfig
         distill=not args.no_distill, hwa_noise=noise, seed=args.seed)
 
 
+def _out(args: argparse.Namespace, hwa_noise: float) -> Path:
+    return Path(args.out or f"runs/supernet/{args.space}{'-hwa' if hwa_noise else ''}.pt")
+
+
+def _worker_argv(args: argparse.Namespace, hwa_noise: float) -> list[str]:
+    """The same ``supernet train`` command for each torchrun worker (without ``--nproc``)."""
+    argv = ["supernet", "train", args.space, "--data", args.data,
+            "--train-limit", str(args.train_limit or 0), "--steps", str(args.steps),
+            "--batch-size", str(args.batch_size), "--k", str(args.k), "--lr", str(args.lr),
+            "--warmup-steps", str(args.warmup_steps), "--hwa-noise", str(hwa_noise),
+            "--seed", str(args.seed), "--out", str(_out(args, hwa_noise)),
+            "--checkpoint-every", str(args.checkpoint_every)]
+    flags = (("--no-distill", args.no_distill), ("--resume", args.resume))
+    return argv + [flag for flag, on in flags if on] + (
+        ["--threads", str(args.threads)] if args.threads else [])
+
+
+def _launch(args: argparse.Namespace, hwa_noise: float) -> int:
+    from hwnas.common.errors import ConfigError
+    from hwnas.train.ddp import thread_env, torchrun_command
+
+    if args.nproc < 1:
+        raise ConfigError.one("--nproc", "must be an integer >= 1", args.nproc,
+                              "pass e.g. --nproc 2")
+    cmd = torchrun_command(args.nproc, ["nas.cli", *_worker_argv(args, hwa_noise)])
+    return subprocess.run(cmd, env=thread_env(args.nproc, args.threads), check=False).returncode
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     import torch
 
     from search_spaces.supernet.train import train_supernet
 
     cfg = _config(args)
+    if args.nproc != 1 and "RANK" not in os.environ:
+        return _launch(args, cfg.hwa_noise)
     if args.threads:
         torch.set_num_threads(args.threads)
-    out = Path(args.out or f"runs/supernet/{cfg.space}{'-hwa' if cfg.hwa_noise else ''}.pt")
+    out = _out(args, cfg.hwa_noise)
     every = max(1, cfg.steps // 20)
 
     def progress(p: dict) -> None:
@@ -78,13 +113,16 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(f"  step {p['step']:5d}/{p['steps']}  loss largest {p['loss_largest']:.3f}  "
                   f"smallest {p['loss_smallest']:.3f}  {p['seconds']:7.1f} s", flush=True)
 
-    print(f"supernet {cfg.space} | {cfg.data} {cfg.train_limit or 'all'} images | "
-          f"{cfg.steps} steps x (2 + {cfg.k}) sub-networks | hwa noise {cfg.hwa_noise} | "
-          f"{torch.get_num_threads()} threads")
+    main_rank = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 speaks
+    if main_rank:
+        print(f"supernet {cfg.space} | {cfg.data} {cfg.train_limit or 'all'} images | "
+              f"{cfg.steps} steps x (2 + {cfg.k}) sub-networks | hwa noise {cfg.hwa_noise} | "
+              f"{torch.get_num_threads()} threads x {os.environ.get('WORLD_SIZE', 1)} process(es)")
     summary = train_supernet(cfg, out, resume=args.resume, on_progress=progress,
                              checkpoint_every=args.checkpoint_every)
-    print(f"trained in {summary['seconds']:.1f} s -> {out}")
-    print(json.dumps(summary))
+    if main_rank:
+        print(f"trained in {summary['seconds']:.1f} s -> {out}")
+        print(json.dumps(summary))
     return 0
 
 

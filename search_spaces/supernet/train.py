@@ -8,6 +8,15 @@ the gradients of all of them into the shared bank before one optimizer step. Wit
 
 Every random draw of step ``s`` (batch, augmentation, sub-networks, weight noise) comes from
 generators seeded by ``(seed, s)``, so a resumed run continues exactly as an uninterrupted one.
+
+Under ``torchrun`` (``hwnas supernet train --nproc N``) every rank draws the same global batch
+and the same sub-networks, trains on its shard of the batch (``batch_size`` stays the global
+batch), and the gradients are averaged over the ranks before the one optimizer step, so every
+rank holds the same weights. The gradients are averaged by hand, not by
+``DistributedDataParallel``: a sandwich step runs several sub-networks, each using a different
+subset of the shared weights, before one step, while DDP reduces after every backward and
+tracks unused parameters from the last forward only. Batch norm statistics are per rank (no
+SyncBatchNorm), as in plain DDP. Rank 0 writes the checkpoints and reports progress.
 Checkpoints hold tensors and plain metadata only: ``torch.load(path, weights_only=True)`` reads
 them.
 """
@@ -116,11 +125,39 @@ def load_data_for(cfg: SupernetTrainConfig, **kwargs: Any):  # noqa: ANN201 - Da
     return load_data(cfg.data, train_limit=cfg.train_limit, seed=cfg.seed, **kwargs)
 
 
+def _average(net: Supernet, losses: list[float], world: int) -> list[float]:
+    """Average every gradient and the losses over the ranks (one all-reduce each)."""
+    import torch.distributed as dist
+
+    # Every rank ran the same sub-networks, so the same weights have gradients, in one order;
+    # a weight none of them used keeps no gradient, as in one process (no weight decay step).
+    params = [p for p in net.parameters() if p.grad is not None]
+    flat = torch.cat([p.grad.reshape(-1) for p in params]
+                     + [torch.tensor(losses, dtype=params[0].grad.dtype)])
+    dist.all_reduce(flat)
+    flat /= world
+    offset = 0
+    for p in params:
+        p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
+        offset += p.numel()
+    return flat[offset:].tolist()
+
+
 def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = False,
                    checkpoint_every: int = 50,
                    on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Train (or resume) the supernet of ``cfg.space``; checkpoints to ``out``; a summary."""
+    """Train (or resume) the supernet of ``cfg.space``; checkpoints to ``out``; a summary.
+
+    Launched by torchrun, each rank trains on its shard of every batch (module docstring)."""
+    from hwnas.train.ddp import join_group
+
     out = Path(out)
+    d = join_group()
+    if cfg.batch_size % d.world or cfg.batch_size // d.world < 2:
+        raise ConfigError.one("supernet train batch_size", f"must split into {d.world} equal "
+                              "shards of 2+ images (the global batch over the ranks)",
+                              cfg.batch_size, f"pass a multiple of {d.world}, e.g. "
+                              f"{max(2, cfg.batch_size // d.world) * d.world}")
     data = load_data_for(cfg)
     torch.manual_seed(cfg.seed)  # the bank's initialisation
     net = build_supernet(cfg.space, in_chans=data.in_chans, num_classes=data.num_classes,
@@ -140,9 +177,12 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = 
         net.train()
         opt.zero_grad(set_to_none=True)
         x, y = _batch(data, cfg, step)
+        x, y = x[d.rank::d.world], y[d.rank::d.world]  # this rank's shard of the global batch
         with torch.random.fork_rng():
             torch.manual_seed(_step_seed(cfg.seed, step))  # the HWA noise stream
             losses = sandwich_step(net, x, y, cfg, random.Random(_step_seed(cfg.seed, step)))
+        if d.world > 1:  # before the check, so every rank stops together on a bad loss
+            losses = _average(net, losses, d.world)
         if not all(math.isfinite(v) for v in losses):
             raise ConfigError.one("supernet training", "the loss must stay finite",
                                   f"{losses} at step {step + 1}", "lower --lr or add warm-up")
@@ -150,13 +190,13 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = 
         sched.step()
         seconds += time.perf_counter() - t0
         done = step + 1
-        if done % checkpoint_every == 0 or done == cfg.steps:
+        if d.main and (done % checkpoint_every == 0 or done == cfg.steps):
             save_checkpoint(out, net, cfg, opt, sched, done, seconds)
-        if on_progress is not None:
+        if d.main and on_progress is not None:
             on_progress({"step": done, "steps": cfg.steps, "loss_largest": losses[0],
                          "loss_smallest": losses[1], "seconds": seconds})
     return {"space": cfg.space, "steps": cfg.steps, "seconds": seconds, "checkpoint": str(out),
-            "resumed_from": start}
+            "resumed_from": start, "world": d.world}
 
 
 def check_same_config(stored: dict[str, Any], wanted: dict[str, Any], path: Path) -> None:

@@ -78,6 +78,19 @@ def test_hardware_model_sets_tile_size_bits_and_read_mode():
     assert analog_cost(_model(), (3, 8, 8), hw="pcm")["tile_size"] == 512
 
 
+def test_hardware_model_options_reach_the_estimate():
+    # a study's fixed parameters (hw_eval.options) change what the accuracy model simulates,
+    # so the estimate follows them; an explicit tile_size still overrides
+    base = analog_cost(_model(), (3, 8, 8), hw="pcm")
+    opts = analog_cost(_model(), (3, 8, 8), hw="pcm", hw_options={"tile_size": 64, "adc_bits": 11})
+    assert (opts["tile_size"], opts["adc_bits"], base["adc_bits"]) == (64, 11, 9)
+    assert opts["tiles"] > base["tiles"] and opts["analog_energy_uj"] > base["analog_energy_uj"]
+    assert analog_cost(_model(), (3, 8, 8), hw="pcm", hw_options={"tile_size": 64},
+                       tile_size=128)["tile_size"] == 128
+    with pytest.raises(ConfigError, match="adc_bits must be an integer in 2..16"):
+        analog_cost(_model(), (3, 8, 8), hw="pcm", hw_options={"adc_bits": 40})
+
+
 def test_layers_kept_digital_move_their_cost():
     mixed = analog_cost(_model(), (3, 8, 8), digital=["4"])
     full = analog_cost(_model(), (3, 8, 8))

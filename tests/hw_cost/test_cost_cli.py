@@ -45,6 +45,17 @@ def test_measure_prints_every_group_then_hits_the_cache(capsys, db):
     assert code == 0 and "resnet" in out and "costs" in out
 
 
+def test_hw_option_gives_the_estimate_its_tiles(capsys, db):
+    args = ("resnet", ARCH, "--input-shape", "1,8,8", "--max-seconds", "0.2", "--cache", db,
+            "--json")
+    plain = json.loads(_run(capsys, *args)[1])
+    hermes = json.loads(_run(capsys, *args, "--hw", "pcm_hermes")[1])
+    assert plain["analog"]["tile_size"] == 512 and plain["analog"]["hw"] is None
+    assert (hermes["analog"]["hw"], hermes["analog"]["read_mode"]) == ("pcm_hermes", "four_phase")
+    assert hermes["cached"] is False  # another hardware model is another cache entry
+    assert hermes["analog_energy_uj"] > plain["analog_energy_uj"]  # four-phase reads cost more
+
+
 def test_data_option_takes_shape_and_classes(capsys, db):
     code, out, _ = _run(capsys, "resnet", ARCH, "--data", "digits", "--threads", "1",
                         "--max-seconds", "0.2", "--no-cache", "--json")
@@ -86,6 +97,7 @@ def test_roofline_prints_the_ceilings_and_caches_them(capsys, db):
      "min_seconds: must lie in [0, max_seconds]"),
     (["resnet", ARCH, "--form", "int4"], "form: must be one of"),
     (["resnet", ARCH, "--form", "int4", "--profile"], "form: must be one of"),
+    (["resnet", ARCH, "--hw", "pcmx"], "hardware model: must be one of"),
 ])
 def test_bad_input_is_one_clear_line(capsys, db, argv, message):
     code, _, err = _run(capsys, *argv, "--cache", db)

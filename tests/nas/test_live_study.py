@@ -66,12 +66,18 @@ def test_checkpoints_round_trip_and_onnx_matches(live_dir: Path) -> None:
         assert "std" in keys["acc_pcm@1d"] and keys["latency_ms"]["device"]
         assert card["test"]["acc_digital"] >= 0 and "## Every metric" in (
             folder / "card.md").read_text()
+        energy = card["energy"]  # analog and digital energy side by side, both estimates
+        assert energy["estimate"] and energy["hardware_model"] == "pcm"
+        assert energy["analog_uj"] > 0 and energy["digital_reference_uj"] > 0
+        assert energy["tile_size"] == 512  # pcm's tiles, the accuracy model's
+        assert "Energy per inference (estimate)" in (folder / "card.md").read_text()
 
 
 def test_report_renders(live_dir: Path) -> None:
     page = (live_dir / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 2
-    for text in ("Pareto front", "All trials", "acc_pcm@1d", "hypervolume"):
+    for text in ("Pareto front", "All trials", "acc_pcm@1d", "hypervolume",
+                 "energy analog uJ (estimate)", "energy digital uJ (estimate)"):
         assert text in page
 
 

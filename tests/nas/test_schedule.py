@@ -285,3 +285,49 @@ def test_live_study_trains_each_rung_at_its_budget(tmp_path: Path) -> None:
     # the front and export see each arch at the highest rung it reached only
     assert parent.number not in {t.number for t in summary.completed(study)}
     assert promoted[0].number in {t.number for t in summary.completed(study)}
+
+
+def _sh_cfg(target_se: float | None = 0.01, rung_se: str = "sqrt"):  # noqa: ANN202
+    from study_files import live_raw
+
+    from nas.config import validate_study
+
+    return validate_study(live_raw(
+        "rung_se", train={"epochs": 1, "batch_size": 64, "lr": 0.05},
+        schedule={"type": "sh", "eta": 3, "min_budget": 100, "max_budget": 900,
+                  "resource": "images", "rung_se": rung_se},
+        hw_eval={"repeats": 2, "eval_limit": 100, "target_se": target_se, "adabs": 64}))
+
+
+def test_rung_precision_relaxes_with_the_square_root_of_the_budget() -> None:
+    from nas.schedule import RUNG_SE_CAP, RungPrecision, rung_precision
+
+    cfg = _sh_cfg(0.01)  # hw_eval: repeats 2, max_repeats 10
+    top = RungPrecision(0.01, 10)
+    assert rung_precision(cfg, None) == rung_precision(cfg, 900.0) == top  # the top rung
+    # the target grows as sqrt(max/budget); the programmings cap shrinks by the same factor
+    assert rung_precision(cfg, 300.0) == RungPrecision(pytest.approx(0.01 * 3**0.5), 6)
+    assert rung_precision(cfg, 100.0) == RungPrecision(pytest.approx(0.03), 3)
+    assert rung_precision(_sh_cfg(0.02), 100.0) == RungPrecision(RUNG_SE_CAP, 4)  # capped
+    assert rung_precision(_sh_cfg(0.08), 100.0) == RungPrecision(0.08, 10)  # never tighter
+    assert rung_precision(_sh_cfg(0.01, "fixed"), 100.0) == top
+    assert rung_precision(_sh_cfg(None), 100.0) == RungPrecision(None, 10)
+
+
+def test_each_rung_is_scored_to_its_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nas import glue
+    from nas.evaluate import Evaluator
+
+    seen: list = []
+    real = glue.hw_accuracy
+
+    def spy(*args, precision=None, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append(precision)
+        return real(*args, precision=precision, **kwargs)
+
+    monkeypatch.setattr(glue, "hw_accuracy", spy)
+    evaluator = Evaluator(_sh_cfg(0.01))
+    low = evaluator.evaluate("rn:s16-d1r1c16", budget=100.0)
+    evaluator.evaluate("rn:s16-d1r1c16", budget=900.0)
+    assert [(p.target_se, p.max_repeats) for p in seen] == [(pytest.approx(0.03), 3), (0.01, 10)]
+    assert 2 <= low.metrics["acc_pcm@1d_repeats"] <= 3  # the rung's cap reached analog.evaluate

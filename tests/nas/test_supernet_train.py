@@ -22,8 +22,10 @@ CFG = SupernetTrainConfig(space="mbconv", train_limit=64, steps=4, batch_size=4,
                           warmup_steps=1, hwa_noise=0.05)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="module")
 def _one_thread():
+    # module scope: the module-scoped `straight` run must use the thread count of the runs it
+    # is compared with bit for bit (float sums differ between thread counts)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

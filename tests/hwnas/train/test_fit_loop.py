@@ -73,6 +73,20 @@ def test_same_seed_same_weights_and_history(digits):
     assert rc.history[0]["train_loss"] != ra.history[0]["train_loss"]
 
 
+@pytest.mark.parametrize("validate", ["end", "off"])
+def test_validation_passes_change_nothing_but_the_history(digits, validate):
+    cfg = FitConfig(epochs=3, batch_size=64, seed=1)
+    every, fewer = _model(), _model()
+    ra = fit(every, digits, cfg)
+    rb = fit(fewer, digits, FitConfig(epochs=3, batch_size=64, seed=1, validation=validate))
+    for pa, pb in zip(every.state_dict().values(), fewer.state_dict().values(), strict=True):
+        assert torch.equal(pa, pb)  # the same training: validation is read-only
+    assert [h["train_loss"] for h in ra.history] == [h["train_loss"] for h in rb.history]
+    scored = [h for h in rb.history if not math.isnan(h["val_acc"])]
+    assert len(scored) == (1 if validate == "end" else 0) and not fewer.training
+    assert (rb.val_acc == ra.val_acc) if validate == "end" else math.isnan(rb.val_acc)
+
+
 def test_fit_leaves_the_callers_rng_alone(digits):
     torch.manual_seed(123)
     expected = torch.rand(3)
@@ -216,6 +230,7 @@ def test_bad_config_lists_every_problem():
 @pytest.mark.parametrize("kwargs", [
     {"batch_size": 0}, {"steps": 0}, {"momentum": 1.0}, {"label_smoothing": -0.1},
     {"warmup_epochs": -1}, {"weight_decay": -1e-4}, {"epochs": "many"}, {"device": "tpu"},
+    {"validation": "sometimes"},
 ])
 def test_each_bad_field_is_one_clear_problem(kwargs):
     with pytest.raises(ConfigError) as err:
@@ -248,6 +263,7 @@ def test_study_train_config_is_fit_config() -> None:
     from nas.config import TrainCfg
 
     fit = {f.name: f.default for f in fields(FitConfig) if f.name != "seed"}
-    # threads is the study's own: how many CPU threads a trial runs on, not a training setting
+    # threads is the study's own: how many CPU threads a trial runs on, not a training setting;
+    # a study scores every candidate itself after training, so it skips fit's val passes
     study = {k: f.default for k, f in TrainCfg.model_fields.items() if k != "threads"}
-    assert study == fit
+    assert study == {**fit, "validation": "off"}
