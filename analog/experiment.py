@@ -175,6 +175,9 @@ def run_experiment(model: nn.Module, data, cfg: ExperimentConfig, *, fit_cfg=Non
         log(f"HWA fine-tuning: {cfg.hwa_epochs:g} epochs, val acc "
             f"{100 * hwa_info['val_acc']:.2f}, {hwa_info['seconds']:.1f} s")
         curves += _curves(tuned, data, cfg, hwa=True, log=log)
+    # every swept point is scored as the main curve is (AdaBS included): at the hardware
+    # model's own value a sweep reproduces that curve
     sweep = run_sweeps(lambda opts: _evaluate(
-        model, data, cfg, {"compensation": cfg.compensation, **opts}, log), cfg.sweeps, log=log)
+        model, data, cfg, {"compensation": cfg.compensation, **opts}, log, adabs=cfg.adabs),
+        cfg.sweeps, log=log)
     return ExperimentResult(cfg, curves, refs, hwa_info, time.perf_counter() - start, sweep)

@@ -82,7 +82,8 @@ def cmd_time(args: argparse.Namespace) -> None:
     import fidelity_recipes as recipes
 
     archs = truth.by_cost("resnet", truth_archs(args.spaces).get("resnet", []))[: args.archs]
-    names = list(recipes.RECIPES) if args.recipes == "all" else args.recipes.split(",")
+    names = ([*recipes.RECIPES, *recipes.TIMING_ONLY] if args.recipes == "all"
+             else args.recipes.split(","))
     print(f"timing: {recipes.time_all(archs, names, threads=args.threads)}")
 
 

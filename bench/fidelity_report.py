@@ -134,13 +134,23 @@ def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame,
     when = (f"Seconds per candidate: `python bench/fidelity.py time` ({timing.arch.nunique()} "
             f"cheapest truth archs, every recipe in one process, seed 0, "
             f"{int(timing.threads.iloc[0])} thread), where it has the recipe; else the "
-            "scoring runs' median.\n\n" if timing is not None else "")
+            "scoring runs' median." + _asis(timing) + "\n\n" if timing is not None else "")
     return (f"## Fidelity: ranking quality of scoring recipes\n\n"
             f"Command: `python bench/fidelity.py report` (after `truth` and `score`), "
             f"1 CPU thread per process. Truth set: {n_truth} resnet architectures so far "
             f"(bench/data/fidelity/truth.csv, recipe in recipe.json); recipe scores: "
             f"{len(scores)} candidate evaluations (scores.csv).\n\n{when}{text}\n\n"
             f"![tau vs cost](fidelity/tau_vs_cost.png)\n{_findings()}")
+
+
+def _asis(timing: pd.DataFrame) -> str:
+    """The quickstart recipe's cost as 637f7ed ran it (a validation pass per epoch), same run."""
+    old = timing[timing.recipe == "quickstart_637f7ed"].seconds
+    if old.empty:
+        return ""
+    return (f" The quickstart recipe as 637f7ed ran it (`quickstart_637f7ed`: the same scores, "
+            f"plus a pass over the 6,000 validation images after each epoch) took "
+            f"{old.median():.1f} s per candidate in the same run.")
 
 
 def _findings() -> str:

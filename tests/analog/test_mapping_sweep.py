@@ -81,6 +81,21 @@ def test_sweep_parses_and_runs_one_parameter_at_a_time(trained_cnn, digits):
     assert sum(high) > sum(low)  # a 4-bit ADC loses accuracy: the sweep is not a no-op
 
 
+def test_sweep_scores_as_the_main_curve_does(trained_cnn, digits):
+    # with AdaBS on, a swept value equal to the model's own (pcm's 9-bit ADC) reproduces the
+    # main curve exactly; a sweep that dropped AdaBS would score stale batch norms instead
+    from dataclasses import replace
+
+    from analog.experiment import ExperimentConfig, run_experiment
+
+    small = replace(digits, x_test=digits.x_test[:120], y_test=digits.y_test[:120])
+    cfg = ExperimentConfig(times=("1d",), repeats=2, adabs=64, references=(),
+                           sweeps={"adc_bits": [9]})
+    out = run_experiment(trained_cnn, small, cfg, log=lambda _: None)
+    (curve,) = out.curves
+    assert [p.acc_mean for p in out.sweep] == [p.acc_mean for p in curve.result.points]
+
+
 def test_device_model_aihwkit_cannot_build_is_a_clear_error(trained_cnn):
     hw = AnalogHW("future_device", "a noise model this aihwkit does not ship",
                   base=device_config("MemristorFrom2030NoiseModel"))
