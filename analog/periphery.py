@@ -167,9 +167,11 @@ class IOModel:
         if self.inp_noise > 0:
             xq += (self.inp_noise / i_unit) * torch.randn(xq.shape, generator=gen, device=xq.device)
         y = torch.matmul(w * (i_unit / o_unit), xq)
-        if self.ir_drop > 0 or self.w_noise > 0:
-            y = self._non_ideal(y, xq, w, gen)
-        if self.out_noise > 0:
+        if self.ir_drop > 0:
+            y = self._ir_drop(y, xq, w)
+        if self.w_noise > 0:
+            y = self._gaussian_noise(y, xq, w, gen)
+        elif self.out_noise > 0:
             y = torch.normal(y, self.out_noise / o_unit, generator=gen)
         if self.out_step > 0:
             y = _round(y, self.out_sto, gen)
@@ -179,26 +181,32 @@ class IOModel:
             y = y.clamp_(-bound, bound)
         return y.mul_(s * (reduction * o_unit)), saturated
 
-    def _non_ideal(self, y: Tensor, xq: Tensor, w: Tensor, gen: torch.Generator) -> Tensor:
-        """RPUCuda's ``applyIrDrop`` then ``applyOutputWeightNoise`` on the ideal product ``y``
-        (ADC units) of the DAC-unit inputs ``xq`` (B, in, L), batched over vectors."""
+    def _ir_drop(self, y: Tensor, xq: Tensor, w: Tensor) -> Tensor:
+        """RPUCuda's ``applyIrDrop`` on the ideal product ``y`` (ADC units) of the DAC-unit
+        inputs ``xq`` (B, in, L), batched over vectors."""
         in_size, scale = w.shape[1], self.i_unit / self.o_unit
-        if self.ir_drop > 0:
-            # a_i = n / (G_wire / g_max) * sum_j |w_ij| |x_j|; c_i = a (a (0.05 a - 0.2) + 0.5)
-            a = torch.matmul(w.abs(), xq.abs()).mul_(self.i_unit * in_size / self.ir_g_ratio)
-            c = a * (a * (0.05 * a - 0.2) + 0.5)
-            p = 1.0 - torch.arange(in_size, dtype=xq.dtype, device=xq.device) / in_size
-            position = (1.0 - p * p).view(1, -1, 1)
-            # y_i -= ir_drop * c_i * sum_j w_ij x_j (1 - (1 - j/n)^2)
-            y = y - c * torch.matmul(w, xq * position).mul_(self.ir_drop * scale)
-        if self.w_noise > 0:
-            if self.w_noise_type == "PCM_READ":  # sigma_i = w_noise sqrt(sum_j |w_ij| x_j^2)
-                std = torch.matmul(w.abs(), xq * xq).sqrt_()
-            else:  # ADDITIVE_CONSTANT: sigma = w_noise |x|_2, the same for every output
-                std = torch.linalg.vector_norm(xq, dim=1, keepdim=True)
-            noise = torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype)
-            y = y + noise.mul_(std).mul_(self.w_noise * scale)
-        return y
+        # a_i = n / (G_wire / g_max) * sum_j |w_ij| |x_j|; c_i = a (a (0.05 a - 0.2) + 0.5)
+        a = torch.matmul(w.abs(), xq.abs()).mul_(self.i_unit * in_size / self.ir_g_ratio)
+        c = a * (a * (0.05 * a - 0.2) + 0.5)
+        p = 1.0 - torch.arange(in_size, dtype=xq.dtype, device=xq.device) / in_size
+        position = (1.0 - p * p).view(1, -1, 1)
+        # y_i -= ir_drop * c_i * sum_j w_ij x_j (1 - (1 - j/n)^2)
+        return y - c * torch.matmul(w, xq * position).mul_(self.ir_drop * scale)
+
+    def _gaussian_noise(self, y: Tensor, xq: Tensor, w: Tensor, gen: torch.Generator) -> Tensor:
+        """RPUCuda's ``applyOutputWeightNoise`` (read noise) and its output noise, both
+        zero-mean Gaussians added before the ADC: their sum is one Gaussian whose variance is
+        the sum of theirs, so one draw per output gives the same distribution for half the
+        random numbers (drawing them costs about as much as the product itself on CPU)."""
+        read = (self.w_noise * self.i_unit / self.o_unit) ** 2
+        if self.w_noise_type == "PCM_READ":  # sigma_i^2 = w_noise^2 sum_j |w_ij| x_j^2
+            var = torch.matmul(w.abs(), xq * xq).mul_(read)
+        else:  # ADDITIVE_CONSTANT: sigma^2 = w_noise^2 |x|_2^2, the same for every output
+            var = (xq * xq).sum(dim=1, keepdim=True).mul_(read)
+        if self.out_noise > 0:
+            var = var.add_((self.out_noise / self.o_unit) ** 2)
+        noise = torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype)
+        return y + noise.mul_(var.sqrt_())
 
     def run(self, w: Tensor, gen: torch.Generator, *, s: Tensor, units: Tensor,
             vectors: Vectors, nonpositive: Tensor | None = None) -> Tensor:
