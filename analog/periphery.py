@@ -189,9 +189,9 @@ class IOModel:
         a = torch.matmul(w.abs(), xq.abs()).mul_(self.i_unit * in_size / self.ir_g_ratio)
         c = a * (a * (0.05 * a - 0.2) + 0.5)
         p = 1.0 - torch.arange(in_size, dtype=xq.dtype, device=xq.device) / in_size
-        position = (1.0 - p * p).view(1, -1, 1)
-        # y_i -= ir_drop * c_i * sum_j w_ij x_j (1 - (1 - j/n)^2)
-        return y - c * torch.matmul(w, xq * position).mul_(self.ir_drop * scale)
+        # y_i -= ir_drop * c_i * sum_j w_ij x_j (1 - (1 - j/n)^2); the position weight goes on
+        # the (small) weight matrix, not on every input vector
+        return y - c * torch.matmul(w * (1.0 - p * p), xq).mul_(self.ir_drop * scale)
 
     def _gaussian_noise(self, y: Tensor, xq: Tensor, w: Tensor, gen: torch.Generator) -> Tensor:
         """RPUCuda's ``applyOutputWeightNoise`` (read noise) and its output noise, both
