@@ -5,7 +5,8 @@ for ``pcm`` and ``pcm_hwa``, as ratios to digital evaluation.
 ``analog`` package when run as ``python bench/<script>``.)
 
 Same model, same test subset, same run; each figure is the median (and min-max spread) over
-``--repeats`` timed evaluations (each includes conversion, one programming and drift to ``--time``).
+``--repeats`` timed evaluations (each includes conversion, one programming and drift to ``--time``),
+every path timed once per repeat in turn, and each ratio taken within a repeat.
 
     nice -n 10 .venv/bin/python bench/analog_speed.py --test-limit 2000 --repeats 3
 
@@ -27,13 +28,19 @@ from hwnas.train.data import load_data
 from search_spaces import get_space
 
 
-def timed(fn: Callable[[], object], repeats: int) -> list[float]:
-    fn()  # warm-up: conversion caches, allocator
-    out = []
+def timed_interleaved(runs: dict[str, Callable[[], object]],
+                      repeats: int) -> dict[str, list[float]]:
+    """Seconds per call of every run, the runs taken in turn within each repeat: a host that
+    speeds up or slows down over the minutes a run takes (a shared VM does) then moves every
+    path alike, and the ratios stay comparable."""
+    for fn in runs.values():
+        fn()  # warm-up: conversion caches, allocator
+    out: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            out[name].append(time.perf_counter() - start)
     return out
 
 
@@ -61,7 +68,13 @@ def main() -> None:
         return lambda: analog.evaluate(model, x, y, name, times=(t,), fast=fast_path,
                                        calib=calib)
 
-    runs = {"digital": lambda: analog.evaluate(model, x, y, "digital")}
+    def bare() -> None:  # the floor: torch's own inference loop, no hwnas code
+        with torch.inference_mode():
+            for i in range(0, len(x), 500):
+                model(x[i:i + 500])
+
+    runs = {"digital": lambda: analog.evaluate(model, x, y, "digital"),
+            "bare torch loop (digital, batches of 500)": bare}
     names = [n for n in analog.list_hw(args.hw) if analog.get_hw(n).kind == "analog"]
     runs.update({f"fast path, {name}": fast(name) for name in names})
     if args.aihwkit:
@@ -70,13 +83,14 @@ def main() -> None:
     print(f"{args.arch}, {len(y)} Fashion-MNIST test images, {args.threads} thread(s), "
           f"{args.repeats} repeats, drift {args.time} (1d where a model is defined only at "
           "fixed times)")
-    print("| path | median s | min-max s | ratio to digital |\n|---|---|---|---|", flush=True)
-    base = None
-    for name, fn in runs.items():  # one row at a time: a long run keeps what it measured
-        s = timed(fn, args.repeats)
-        base = base or statistics.median(s)
+    print("| path | median s | min-max s | ratio to digital (median [min-max] per repeat) |\n"
+          "|---|---|---|---|", flush=True)
+    times = timed_interleaved(runs, args.repeats)
+    base = times["digital"]
+    for name, s in times.items():
+        ratios = [a / b for a, b in zip(s, base, strict=True)]  # same repeat, minutes apart
         print(f"| {name} | {statistics.median(s):.3f} | {min(s):.3f}-{max(s):.3f} | "
-              f"{statistics.median(s) / base:.2f}x |", flush=True)
+              f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}] |")
     prov = provenance("cpu")
     print(f"\ndevice: {prov.get('device')}; versions: {prov.get('versions')}")
 
