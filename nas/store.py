@@ -310,23 +310,41 @@ def _alive(proc: dict[str, Any]) -> bool:
     return start is None or proc.get("start") in (None, start)
 
 
-def fail_dead_trials(study: optuna.Study, log: Any = print) -> list[int]:
+def _orphan(trial: FrozenTrial, grace_s: float | None) -> bool:
+    """A RUNNING trial that never reached its objective: Optuna stores it RUNNING before the
+    heartbeat's first beat and before the objective records its process, so a ``kill -9`` in
+    that window leaves it with neither, and the heartbeat can never find it stale. Our objective
+    records its process first thing, so one still without it after the grace period is dead."""
+    import datetime
+
+    if grace_s is None or PROCESS in trial.user_attrs or trial.datetime_start is None:
+        return False
+    return (datetime.datetime.now() - trial.datetime_start).total_seconds() > grace_s
+
+
+def fail_dead_trials(study: optuna.Study, log: Any = print, *,
+                     grace_s: float | None = None) -> list[int]:
     """Mark FAIL every RUNNING trial whose process on this host is gone (a ``kill -9``), and
-    queue its parameters again; trials of other hosts are left to the heartbeat."""
+    queue its parameters again; trials of other hosts are left to the heartbeat. With
+    ``grace_s``, a trial killed before its objective started (see ``_orphan``) is failed too."""
     import socket
 
     host, dead = socket.gethostname(), []
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         proc = t.user_attrs.get(PROCESS)
-        if not isinstance(proc, dict) or proc.get("host") != host or _alive(proc):
+        gone = isinstance(proc, dict) and proc.get("host") == host and not _alive(proc)
+        if not (gone or _orphan(t, grace_s)):
             continue
         try:
             study.tell(t.number, state=TrialState.FAIL)
         except (ValueError, RuntimeError):  # another worker got there first
             continue
-        study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
+        # An orphan may have sampled nothing; a promotion is queued again by its schedule
+        # (``nas.schedule``: a FAIL trial holds no promotion key), so it is not queued here.
+        if t.params and "promotion" not in t.user_attrs:
+            study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
         dead.append(t.number)
     if dead:
-        log(f"trials {dead} were RUNNING in processes on {host} that are gone (killed): "
-            "marked FAIL and queued again")
+        log(f"trials {dead} were RUNNING in processes that are gone (killed): marked FAIL and "
+            "their parameters queued again")
     return dead

@@ -80,7 +80,8 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
     sampler = make_sampler(cfg.sampler.name, seed=cfg.seed + index, options=cfg.sampler.options)
     storage = store.open_storage(cfg.storage_url(study_dir), heartbeat_s=cfg.heartbeat_s)
     study = store.create_or_load(cfg, storage, sampler)
-    store.fail_dead_trials(study)  # a kill -9'd run's trial: failed and queued now, not stale later
+    # a kill -9'd run's trial: failed and queued now, not stale later
+    store.fail_dead_trials(study, grace_s=3 * cfg.heartbeat_s)
     if _n_complete(study) >= cfg.n_trials:
         return
     evaluator = Evaluator(cfg)

@@ -142,8 +142,10 @@ def _worker(url: str, index: int, n_trials: int, sleep: float) -> None:
     study = optuna.create_study(study_name="sh", storage=storage, load_if_exists=True,
                                 directions=["maximize", "minimize"],
                                 sampler=HybridSampler(seed=index))
+    store.fail_dead_trials(study, log=lambda _: None, grace_s=3)  # as the driver does
 
     def objective(trial: optuna.Trial, budget: float | None = None) -> tuple[float, float]:
+        trial.set_user_attr(store.PROCESS, store.process_attr())  # first, as the driver's does
         edge = {(j, i): trial.suggest_categorical(f"node{j}_in{i}", ops)
                 for j in range(1, 4) for i in range(j)}
         arch = "+".join("|" + "|".join(f"{edge[j, i]}~{i}" for i in range(j)) + "|"
@@ -243,7 +245,7 @@ def test_resume_after_kill_9_loses_no_rung_result(tmp_path: Path) -> None:
     proc.wait()
     before = {t.number: (t.values, t.user_attrs["rung"], t.params)
               for t in _load(url).get_trials(states=(TrialState.COMPLETE,))}
-    time.sleep(3.5)  # the killed trial's heartbeat goes stale (3 beats of 1 s)
+    time.sleep(3.5)  # a trial killed before its first beat is an orphan after 3 s
     assert _spawn(url, 1, 60).wait(timeout=600) == 0
     study = _load(url)
     after = {t.number: (t.values, t.user_attrs["rung"], t.params) for t in study.trials
