@@ -339,9 +339,9 @@ def fail_dead_trials(study: optuna.Study, log: Any = print, *,
             study.tell(t.number, state=TrialState.FAIL)
         except (ValueError, RuntimeError):  # another worker got there first
             continue
-        # An orphan may have sampled nothing; a promotion is queued again by its schedule
-        # (``nas.schedule``: a FAIL trial holds no promotion key), so it is not queued here.
-        if t.params and "promotion" not in t.user_attrs:
+        # A promotion is queued again by its schedule (``nas.schedule``: a FAIL trial holds no
+        # promotion key), so it is not queued here; a trial that sampled nothing yet is.
+        if "promotion" not in t.user_attrs:
             study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
         dead.append(t.number)
     if dead:

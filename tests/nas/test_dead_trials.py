@@ -44,10 +44,14 @@ def test_dead_process_trial_is_failed_and_queued(tmp_path: Path) -> None:
 def test_trial_killed_before_its_objective_is_failed_after_the_grace(tmp_path: Path) -> None:
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="s")
     orphan = study.ask().number  # RUNNING, no heartbeat, no process: killed right after ask
+    promoted = study.ask()  # a promotion's schedule queues it again itself
+    promoted.set_user_attr("promotion", "a@1")
     live = _running(study, store.process_attr())
     assert store.fail_dead_trials(study, log=print) == []  # no grace given: left alone
     assert store.fail_dead_trials(study, log=print, grace_s=3600) == []  # still young
-    assert store.fail_dead_trials(study, log=print, grace_s=0) == [orphan]
+    assert store.fail_dead_trials(study, log=print, grace_s=0) == [orphan, promoted.number]
     state = {t.number: t.state for t in study.get_trials()}
-    assert state[orphan] == TrialState.FAIL and state[live] == TrialState.RUNNING
-    assert not study.get_trials(states=(TrialState.WAITING,))  # it sampled nothing to retry
+    assert state[orphan] == state[promoted.number] == TrialState.FAIL
+    assert state[live] == TrialState.RUNNING
+    queued = study.get_trials(states=(TrialState.WAITING,))
+    assert [(t.params, t.user_attrs["retry_of"]) for t in queued] == [({}, orphan)]
