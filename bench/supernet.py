@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import random
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -156,7 +157,7 @@ def table(name: str, got: dict, ref: dict, archs: list[str], keys: list[str]) ->
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--checkpoint", required=True, help="digital supernet")
+    ap.add_argument("--checkpoint", default=None, help="digital supernet")
     ap.add_argument("--hwa-checkpoint", default=None, help="analog-aware supernet")
     ap.add_argument("--space", default="resnet")
     ap.add_argument("--truth", type=Path, default=TRUTH)
@@ -176,6 +177,8 @@ def main(argv: list[str] | None = None) -> None:
                     "scores on this many yardstick archs, for the per-candidate ratio")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
+    if not (args.checkpoint or args.hwa_checkpoint):  # each may run alone, e.g. one per core
+        ap.error("give --checkpoint, --hwa-checkpoint or both")
     args.times = args.times.split(",")
     torch.set_num_threads(1)
     data = load_data("fashion_mnist", train_limit=args.train_limit, seed=0)
@@ -202,9 +205,10 @@ def main(argv: list[str] | None = None) -> None:
         costs.append(f"- proxy training (quickstart recipe) + the same scores: "
                      f"{np.median(proxy_s):.1f} s per candidate (median of {len(proxy_s)})")
     prov = provenance("cpu")
+    cmd = " ".join(sys.argv[1:] if argv is None else argv)  # run as a script: argv is None
     text = "\n".join([
         "## Supernet: ranking fidelity of inherited weights", "",
-        f"`python bench/supernet.py {' '.join(argv or [])}`".rstrip(), "",
+        f"`python bench/supernet.py {cmd}`".rstrip(), "",
         *lines, "", *costs, "",
         f"Device: {prov.get('device')}; torch {torch.__version__}; 1 thread on a shared 2-core "
         "host (other jobs running: timings are noisy, compare ratios within this run).", "",
