@@ -110,6 +110,9 @@ def _count_macs(model: nn.Module, example: Tensor) -> tuple[dict[str, int], int]
             name, per_layer.get(name, 0) + _layer_macs(mod, args[0], out)))
         for name, m in model.named_modules() if is_compute_layer(m)]
     counter = FlopCounterMode(display=False)
+    param = next(model.parameters(), None)
+    if param is not None:  # a model on CUDA is counted on CUDA, with a CPU example too
+        example = example.to(param.device)
     was_training = model.training
     try:
         model.eval()

@@ -1,6 +1,7 @@
 """Fidelity: how well a scoring recipe ranks candidates, against a precise truth and across seeds.
 
     python bench/fidelity.py truth --workers 1 --hours 2      # grow the truth set (resumable)
+    python bench/fidelity.py truth --workers 6 --device cuda  # the same on a GPU, 6 workers on it
     python bench/fidelity.py score --recipes all --seeds 0,1   # score the truth archs per recipe
     python bench/fidelity.py time --archs 3                    # s/candidate, every recipe, one run
     python bench/fidelity.py report                            # table + plot from the stored scores
@@ -48,7 +49,9 @@ def truth_archs(spec: str) -> dict[str, list[str]]:
     return chosen
 
 
-def _worker(spaces: dict[str, list[str]], threads: int, seconds: float | None) -> None:
+def _worker(spaces: dict[str, list[str]], threads: int, seconds: float | None,
+            device: str = "cpu") -> None:
+    truth.DEVICE = device  # a spawned worker imports the module afresh
     truth.work(truth.plan(spaces), threads=threads, stop_after=seconds)
 
 
@@ -56,10 +59,10 @@ def cmd_truth(args: argparse.Namespace) -> None:
     spaces = truth_archs(args.spaces)
     seconds = args.hours * 3600 if args.hours else None
     if args.workers == 1:
-        _worker(spaces, args.threads, seconds)
+        _worker(spaces, args.threads, seconds, args.device)
     else:
         ctx = mp.get_context("spawn")
-        procs = [ctx.Process(target=_worker, args=(spaces, args.threads, seconds))
+        procs = [ctx.Process(target=_worker, args=(spaces, args.threads, seconds, args.device))
                  for _ in range(args.workers)]
         for p in procs:
             p.start()
@@ -107,6 +110,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     t.add_argument("--workers", type=int, default=1)
     t.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     t.add_argument("--hours", type=float, default=None, help="stop taking units after this")
+    t.add_argument("--device", default="cpu", help="cpu or cuda (recorded in each unit)")
     t.set_defaults(run=cmd_truth)
     s = sub.add_parser("score", help="score the truth archs with each recipe")
     s.add_argument("--spaces", default=DEFAULT_SPACES)

@@ -44,6 +44,9 @@ TRUTH: dict[str, Any] = {
               "fast": True, "images": "test split (10,000)"},
     "threads": 1,
 }
+# Where the units run (``fidelity.py truth --device``): not part of the recipe, recorded in each
+# unit's provenance. On CUDA, training runs in fp32 (no autocast) like on the CPU.
+DEVICE = "cpu"
 
 
 @dataclass(frozen=True)
@@ -173,11 +176,10 @@ def _model(unit: Unit, phase: str) -> torch.nn.Module:
                                             num_classes=data.num_classes,
                                             img_size=data.img_size)
     path = MODELS / f"{Unit(unit.space, unit.arch, phase).stem}.pt"
-    if path.is_file():
-        model.load_state_dict(torch.load(path, weights_only=True))
-    elif phase != "init":
+    if not path.is_file() and phase != "init":
         _redo(Unit(unit.space, unit.arch, phase))
-        model.load_state_dict(torch.load(path, weights_only=True))
+    if path.is_file():
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return model.eval()
 
 
@@ -194,7 +196,7 @@ def run_unit(unit: Unit, *, record: bool = True) -> dict[str, Any]:
     if record:
         from hwnas.common.provenance import provenance
 
-        out["provenance"] = provenance("cpu")
+        out["provenance"] = provenance(DEVICE)
         unit.path.parent.mkdir(parents=True, exist_ok=True)
         unit.path.write_text(json.dumps(out, indent=1, default=str))
     return out
@@ -202,16 +204,16 @@ def run_unit(unit: Unit, *, record: bool = True) -> dict[str, Any]:
 
 def _save(model: torch.nn.Module, unit: Unit) -> None:
     MODELS.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), MODELS / f"{unit.stem}.pt")
+    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, MODELS / f"{unit.stem}.pt")
 
 
 def _train(unit: Unit) -> dict[str, Any]:
     from hwnas.train.loop import FitConfig, evaluate, fit
 
     data, model = _data(), _model(unit, "init")
-    result = fit(model, data, FitConfig(**TRUTH["train"]))
+    result = fit(model, data, FitConfig(**TRUTH["train"], device=DEVICE, amp=False))
     _save(model, unit)
-    acc = evaluate(model, data.x_test, data.y_test)["acc"]
+    acc = evaluate(model, data.x_test, data.y_test, device=DEVICE)["acc"]
     return {"acc_digital": acc, "train_seconds": round(result.seconds, 1),
             "params": sum(p.numel() for p in model.parameters())}
 
@@ -225,10 +227,10 @@ def _hwa(unit: Unit) -> dict[str, Any]:
     cfg = dict(TRUTH["hwa"])
     noise = cfg.pop("weight_noise")
     data, model = _data(), _model(unit, "train")
-    result = analog.hwa_fit(model, data, "pcm", FitConfig(**cfg, seed=stream_seed(0, "hwa")),
-                            options=HwaOptions(weight_noise=noise))
+    fit_cfg = FitConfig(**cfg, seed=stream_seed(0, "hwa"), device=DEVICE, amp=False)
+    result = analog.hwa_fit(model, data, "pcm", fit_cfg, options=HwaOptions(weight_noise=noise))
     _save(model, unit)
-    return {"acc_digital": evaluate(model, data.x_test, data.y_test)["acc"],
+    return {"acc_digital": evaluate(model, data.x_test, data.y_test, device=DEVICE)["acc"],
             "hwa_seconds": round(result.seconds, 1)}
 
 
@@ -239,13 +241,14 @@ def _score(unit: Unit) -> dict[str, Any]:
 
     s = TRUTH["score"]
     data = _data()
-    model = _model(unit, "train" if unit.phase == "score" else "hwa")
-    out: dict[str, Any] = {"acc_digital": evaluate(model, data.x_test, data.y_test)["acc"]}
+    model = _model(unit, "train" if unit.phase == "score" else "hwa").to(DEVICE)
+    out: dict[str, Any] = {"acc_digital": evaluate(model, data.x_test, data.y_test,
+                                                   device=DEVICE)["acc"]}
     res = analog.evaluate(model, data.x_test, data.y_test, s["hw"], times=tuple(s["times"]),
                           repeats=s["repeats"], seed=s["seed"], fast=s["fast"],
                           adabs=s["adabs"],
                           adabs_images=training_images(data.x_train, s["adabs"], s["seed"]),
-                          calib=data.x_train[:256])
+                          calib=data.x_train[:256], device=DEVICE)
     for label, point in zip(s["times"], res.points, strict=True):
         key = f"acc_pcm@{label}"
         out.update({key: point.acc_mean, f"{key}_std": point.acc_std, f"{key}_se": point.acc_se,

@@ -51,12 +51,13 @@ QUICKSTART = FitConfig(epochs=1, batch_size=128, lr=0.1, label_smoothing=0.1, wa
 def score(model, data, args) -> dict[str, float]:  # noqa: ANN001
     """Digital and hardware accuracy of ``model`` on the validation images."""
     x, y = data.x_val[:args.eval_limit], data.y_val[:args.eval_limit]
-    out = {"acc_digital": evaluate(model, x, y)["acc"]}
+    out = {"acc_digital": evaluate(model, x, y, device=args.device)["acc"]}
     extra = {}
     if "adabs" in inspect.signature(analog.evaluate).parameters:  # AdaBS, where available
         extra = {"adabs": args.bn_images, "adabs_images": data.x_train[:args.bn_images]}
     res = analog.evaluate(model.eval(), x, y, args.hw, times=tuple(args.times),
-                          repeats=args.repeats, seed=0, calib=data.x_train[:256], **extra)
+                          repeats=args.repeats, seed=0, calib=data.x_train[:256],
+                          device=args.device, **extra)
     for label, point in zip(args.times, res.points, strict=True):
         out[f"acc_{args.hw}@{label}"] = float(point.acc_mean)
     return out
@@ -69,7 +70,7 @@ def inherited(path: str, archs: list[str], data, args) -> tuple[dict, list[float
     rows, seconds, inherit_s = {}, [], []
     for arch in archs:
         t0 = time.perf_counter()
-        model = inherit(net, arch, data.x_train[:args.bn_images])
+        model = inherit(net, arch, data.x_train[:args.bn_images]).to(args.device)
         inherit_s.append(time.perf_counter() - t0)
         rows[arch] = score(model, data, args)
         seconds.append(time.perf_counter() - t0)
@@ -83,7 +84,7 @@ def standalone(archs: list[str], data, args) -> tuple[dict, list[float]]:  # noq
         torch.manual_seed(0)
         model = space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
                             img_size=data.img_size)
-        fit(model, data, replace(QUICKSTART, epochs=args.standalone_epochs))
+        fit(model, data, replace(QUICKSTART, epochs=args.standalone_epochs, device=args.device))
         rows[arch] = score(model, data, args)
         seconds.append(time.perf_counter() - t0)
         print(f"  standalone {arch}: {rows[arch]} ({seconds[-1]:.0f} s)", flush=True)
@@ -96,7 +97,8 @@ def proxy_seconds(archs: list[str], data, args) -> list[float]:  # noqa: ANN001
     from nas import glue
     from nas.config import load_study
 
-    recipe = glue.fit_config(load_study("quickstart", {"train.threads": 1}))
+    recipe = replace(glue.fit_config(load_study("quickstart", {"train.threads": 1})),
+                     device=args.device)
     space, seconds = get_space(args.space), []
     for arch in archs:
         t0 = time.perf_counter()
@@ -175,12 +177,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--proxy", type=int, default=0,
                     help="also time proxy training (the quickstart's train section) + the same "
                     "scores on this many yardstick archs, for the per-candidate ratio")
+    ap.add_argument("--device", default="cpu", help="where sub-networks are scored (and "
+                    "proxy-trained); extraction and BN re-estimation stay on the CPU")
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
     if not (args.checkpoint or args.hwa_checkpoint):  # each may run alone, e.g. one per core
         ap.error("give --checkpoint, --hwa-checkpoint or both")
     args.times = args.times.split(",")
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     data = load_data("fashion_mnist", train_limit=args.train_limit, seed=0)
     archs, ref, ref_name, proxy_s = yardstick(args, data)
     keys = ["acc_digital", *(f"acc_{args.hw}@{t}" for t in args.times)]
@@ -204,14 +209,14 @@ def main(argv: list[str] | None = None) -> None:
     if proxy_s:
         costs.append(f"- proxy training (quickstart recipe) + the same scores: "
                      f"{np.median(proxy_s):.1f} s per candidate (median of {len(proxy_s)})")
-    prov = provenance("cpu")
+    prov = provenance(args.device)
     cmd = " ".join(sys.argv[1:] if argv is None else argv)  # run as a script: argv is None
     text = "\n".join([
         "## Supernet: ranking fidelity of inherited weights", "",
         f"`python bench/supernet.py {cmd}`".rstrip(), "",
         *lines, "", *costs, "",
-        f"Device: {prov.get('device')}; torch {torch.__version__}; 1 thread on a shared 2-core "
-        "host (other jobs running: timings are noisy, compare ratios within this run).", "",
+        f"Device: {prov.get('device')}; torch {torch.__version__}; {args.threads} CPU "
+        "thread(s); timings are noisy on a shared host: compare ratios within this run.", "",
         "Hypervolume race (not run here): `hwnas run quickstart_supernet --set n_trials=1000` "
         "against `hwnas run quickstart --set timeout=<supernet train s + that study's s>`, "
         "then `hwnas pareto runs/<study>` on each."])

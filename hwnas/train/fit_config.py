@@ -82,7 +82,7 @@ class FitConfig:
              "must lie in [0, 1)", "pass e.g. 0.1"),
             ("warmup_epochs", _num(self.warmup_epochs) >= 0, self.warmup_epochs, "must be >= 0",
              "pass e.g. 0.5"),
-            ("device", _device_ok(self.device), self.device,
+            ("device", device_ok(self.device), self.device,
              "must be cpu or an available cuda device",
              "pass --device cpu on a machine without GPU"),
             ("eval_batch_size", isinstance(self.eval_batch_size, int) and self.eval_batch_size >= 1,
@@ -98,7 +98,8 @@ def _num(v: object) -> float:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else math.nan
 
 
-def _device_ok(device: str) -> bool:
+def device_ok(device: str) -> bool:
+    """Whether ``device`` names the CPU or a CUDA device this machine has."""
     import torch  # deferred: study files validate without loading torch
 
     try:

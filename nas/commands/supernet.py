@@ -35,6 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--resume", action="store_true", help="continue from --out")
     t.add_argument("--checkpoint-every", type=int, default=50)
     t.add_argument("--threads", type=int, default=None, help="torch CPU threads (per process)")
+    t.add_argument("--device", default="cpu",
+                   help="cpu or cuda (with --nproc, each worker takes cuda:LOCAL_RANK)")
     t.add_argument("--nproc", type=int, default=1,
                    help="data-parallel processes under torchrun (gloo on CPU); the batch size "
                         "stays the global batch")
@@ -78,7 +80,7 @@ def _worker_argv(args: argparse.Namespace, hwa_noise: float) -> list[str]:
             "--batch-size", str(args.batch_size), "--k", str(args.k), "--lr", str(args.lr),
             "--warmup-steps", str(args.warmup_steps), "--hwa-noise", str(hwa_noise),
             "--seed", str(args.seed), "--out", str(_out(args, hwa_noise)),
-            "--checkpoint-every", str(args.checkpoint_every)]
+            "--checkpoint-every", str(args.checkpoint_every), "--device", args.device]
     flags = (("--no-distill", args.no_distill), ("--resume", args.resume))
     return argv + [flag for flag, on in flags if on] + (
         ["--threads", str(args.threads)] if args.threads else [])
@@ -117,9 +119,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     if main_rank:
         print(f"supernet {cfg.space} | {cfg.data} {cfg.train_limit or 'all'} images | "
               f"{cfg.steps} steps x (2 + {cfg.k}) sub-networks | hwa noise {cfg.hwa_noise} | "
-              f"{torch.get_num_threads()} threads x {os.environ.get('WORLD_SIZE', 1)} process(es)")
+              f"{torch.get_num_threads()} threads x {os.environ.get('WORLD_SIZE', 1)} "
+              f"process(es) | {args.device}")
     summary = train_supernet(cfg, out, resume=args.resume, on_progress=progress,
-                             checkpoint_every=args.checkpoint_every)
+                             checkpoint_every=args.checkpoint_every, device=args.device)
     if main_rank:
         print(f"trained in {summary['seconds']:.1f} s -> {out}")
         print(json.dumps(summary))

@@ -133,7 +133,8 @@ def _average(net: Supernet, losses: list[float], world: int) -> list[float]:
     # a weight none of them used keeps no gradient, as in one process (no weight decay step).
     params = [p for p in net.parameters() if p.grad is not None]
     flat = torch.cat([p.grad.reshape(-1) for p in params]
-                     + [torch.tensor(losses, dtype=params[0].grad.dtype)])
+                     + [torch.tensor(losses, dtype=params[0].grad.dtype,
+                                     device=params[0].grad.device)])
     dist.all_reduce(flat)
     flat /= world
     offset = 0
@@ -144,15 +145,21 @@ def _average(net: Supernet, losses: list[float], world: int) -> list[float]:
 
 
 def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = False,
-                   checkpoint_every: int = 50,
+                   checkpoint_every: int = 50, device: str = "cpu",
                    on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Train (or resume) the supernet of ``cfg.space``; checkpoints to ``out``; a summary.
 
+    ``device`` is not part of the config: a run may resume on another device. Batches and
+    sub-network draws come from CPU generators, so the steps are the same on every device.
     Launched by torchrun, each rank trains on its shard of every batch (module docstring)."""
     from hwnas.train.ddp import join_group
+    from hwnas.train.fit_config import device_ok
 
+    if not device_ok(device):
+        raise ConfigError.one("supernet train device", "must be cpu or an available cuda device",
+                              device, "pass --device cpu on a machine without GPU")
     out = Path(out)
-    d = join_group()
+    d = join_group(device)
     if cfg.batch_size % d.world or cfg.batch_size // d.world < 2:
         raise ConfigError.one("supernet train batch_size", f"must split into {d.world} equal "
                               "shards of 2+ images (the global batch over the ranks)",
@@ -163,6 +170,7 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = 
     net = build_supernet(cfg.space, in_chans=data.in_chans, num_classes=data.num_classes,
                          img_size=data.img_size)
     net.weight_noise = cfg.hwa_noise
+    net.to(d.device)
     opt, sched = _optimizer(net, cfg)
     start, seconds = 0, 0.0
     if resume and out.exists():
@@ -177,8 +185,8 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = 
         net.train()
         opt.zero_grad(set_to_none=True)
         x, y = _batch(data, cfg, step)
-        x, y = x[d.rank::d.world], y[d.rank::d.world]  # this rank's shard of the global batch
-        with torch.random.fork_rng():
+        x, y = x[d.rank::d.world].to(d.device), y[d.rank::d.world].to(d.device)  # rank's shard
+        with torch.random.fork_rng(devices=_cuda(d.device)):
             torch.manual_seed(_step_seed(cfg.seed, step))  # the HWA noise stream
             losses = sandwich_step(net, x, y, cfg, random.Random(_step_seed(cfg.seed, step)))
         if d.world > 1:  # before the check, so every rank stops together on a bad loss
@@ -196,7 +204,13 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = 
             on_progress({"step": done, "steps": cfg.steps, "loss_largest": losses[0],
                          "loss_smallest": losses[1], "seconds": seconds})
     return {"space": cfg.space, "steps": cfg.steps, "seconds": seconds, "checkpoint": str(out),
-            "resumed_from": start, "world": d.world}
+            "resumed_from": start, "world": d.world, "device": str(d.device)}
+
+
+def _cuda(device: str) -> list[torch.device]:
+    """The CUDA device whose generator the HWA noise draws from, so fork_rng restores it."""
+    dev = torch.device(device)
+    return [dev] if dev.type == "cuda" else []
 
 
 def check_same_config(stored: dict[str, Any], wanted: dict[str, Any], path: Path) -> None:

@@ -102,3 +102,31 @@ def test_bad_train_config_lists_every_problem():
 def test_cli_score_rejects_an_uncovered_arch(straight, capsys):
     assert main(["supernet", "score", str(straight), "rn:s16-d1r1c16"]) == 2
     assert "mbconv supernet" in capsys.readouterr().err
+
+
+def test_unknown_device_is_a_clear_error_before_any_step(tmp_path):
+    path = tmp_path / "x.pt"
+    with pytest.raises(ConfigError, match="supernet train device.*cuda device.*gpu0"):
+        train_supernet(CFG, path, device="gpu0")
+    assert not path.exists()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_run_resumes_on_the_cpu(tmp_path):
+    """The device is not part of the config: steps 1-2 on CUDA, 3-4 on the CPU."""
+    path = tmp_path / "x.pt"
+
+    def crash(p: dict) -> None:
+        if p["step"] == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_supernet(CFG, path, checkpoint_every=1, on_progress=crash, device="cuda")
+    half = read_checkpoint(path)["state_dict"]
+    assert all(v.device.type == "cpu" for v in half.values())  # loads anywhere
+    summary = train_supernet(CFG, path, resume=True)
+    assert summary["resumed_from"] == 2 and summary["device"] == "cpu"
+    done = read_checkpoint(path)
+    assert done["step"] == CFG.steps
+    assert any(not torch.equal(half[k], done["state_dict"][k]) for k in half
+               if k.startswith("params."))
