@@ -31,7 +31,7 @@ from analog.input_ranges import has_learned_input_ranges
 from analog.precision import PrecisionTarget, images_for, more_repeats, standard_error
 from analog.times import format_time, parse_times
 from hwnas.common.errors import ConfigError, Problem
-from hwnas.common.seeds import stream_seed
+from hwnas.common.seeds import rng_devices, stream_seed
 
 
 class FastPathWarning(UserWarning):
@@ -360,7 +360,7 @@ class _Repeats:
 
     def repeat(self, r: int) -> list[float]:
         out = []
-        with torch.random.fork_rng(devices=_cuda_devices(self.device)):
+        with torch.random.fork_rng(devices=rng_devices(self.device)):
             for i, t in enumerate(self.seconds):
                 self._reseed("program", r, i)
                 program_and_drift(self.analog, t, reprogram=(i == 0))
@@ -371,11 +371,6 @@ class _Repeats:
                 out.append(accuracy(self.analog, self.x, self.y, batch_size=self.batch_size,
                                     device=self.device))
         return out
-
-
-def _cuda_devices(device: str) -> list[int]:
-    dev = torch.device(device)
-    return [dev.index or 0] if dev.type == "cuda" else []
 
 
 def _mean(values: list[float]) -> float:

@@ -33,6 +33,17 @@ def _word(value: int | str) -> int:
     return int(value) % 2**64
 
 
+def rng_devices(device: Any) -> list[int]:
+    """The CUDA devices whose generators ``torch.random.fork_rng`` must save and restore around
+    seeded work on ``device`` (none on the CPU): a forked stream never leaks into the caller."""
+    import torch  # deferred: study files use the streams without loading torch
+
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return []
+    return [dev.index if dev.index is not None else torch.cuda.current_device()]
+
+
 def stream_seed(seed: int, stream: str, *index: int | str) -> int:
     """A 63-bit seed for ``(seed, stream, *index)``, independent of every other combination.
 

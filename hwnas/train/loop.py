@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hwnas.common.errors import ConfigError, Problem
-from hwnas.common.seeds import stream_seed
+from hwnas.common.seeds import rng_devices, stream_seed
 from hwnas.train.data import DataSplits
 from hwnas.train.fit_config import FitConfig
 from hwnas.train.loader import Augment, DeviceLoader
@@ -173,14 +173,13 @@ def fit(model: nn.Module, data: DataSplits, cfg: FitConfig | None = None, *,
     The model is left in eval mode. A NaN/inf loss raises ``NonFiniteLoss`` naming the step.
     """
     cfg = cfg or FitConfig()
-    cuda = torch.device(cfg.device).type == "cuda"
     aug = Augment(data.crop_pad, data.flip) if cfg.augment else None
     loader = DeviceLoader(data.x_train, data.y_train, batch_size=cfg.batch_size,
                           device=cfg.device, augment=aug, seed=cfg.seed)
     run, total = prepare(model, cfg, len(loader), loss_fn=loss_fn, optimizer=optimizer,
                          step_hook=step_hook, on_epoch=on_epoch)
     x_val, y_val = data.x_val.to(cfg.device), data.y_val.to(cfg.device)
-    with torch.random.fork_rng(devices=[torch.device(cfg.device)] if cuda else []):
+    with torch.random.fork_rng(devices=rng_devices(cfg.device)):
         torch.manual_seed(stream_seed(cfg.seed, "dropout"))
         return _fit_epochs(model, loader, total, run, (x_val, y_val), cfg)
 

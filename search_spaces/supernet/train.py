@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from hwnas.common.errors import ConfigError, Problem
+from hwnas.common.seeds import rng_devices
 from search_spaces.supernet import Supernet, build_supernet, recalibrate_bn
 
 FORMAT = "hwnas-supernet/1"
@@ -186,7 +187,7 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = 
         opt.zero_grad(set_to_none=True)
         x, y = _batch(data, cfg, step)
         x, y = x[d.rank::d.world].to(d.device), y[d.rank::d.world].to(d.device)  # rank's shard
-        with torch.random.fork_rng(devices=_cuda(d.device)):
+        with torch.random.fork_rng(devices=rng_devices(d.device)):
             torch.manual_seed(_step_seed(cfg.seed, step))  # the HWA noise stream
             losses = sandwich_step(net, x, y, cfg, random.Random(_step_seed(cfg.seed, step)))
         if d.world > 1:  # before the check, so every rank stops together on a bad loss
@@ -206,11 +207,6 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = 
     return {"space": cfg.space, "steps": cfg.steps, "seconds": seconds, "checkpoint": str(out),
             "resumed_from": start, "world": d.world, "device": str(d.device)}
 
-
-def _cuda(device: str) -> list[torch.device]:
-    """The CUDA device whose generator the HWA noise draws from, so fork_rng restores it."""
-    dev = torch.device(device)
-    return [dev] if dev.type == "cuda" else []
 
 
 def check_same_config(stored: dict[str, Any], wanted: dict[str, Any], path: Path) -> None:

@@ -33,6 +33,16 @@ def test_depthwise_conv_counts_as_digital(make_cnn):
     assert cov.weight_fraction < coverage(small_cnn(), None).weight_fraction
 
 
+def test_macs_are_counted_on_the_model_device(make_cnn):
+    """A model on another device (the meta device stands in for CUDA here) is counted there,
+    with the example image still on the CPU, as a study holds it."""
+    model = make_cnn(depthwise=True)
+    on_cpu = coverage(model, torch.zeros(1, 1, 8, 8))
+    elsewhere = coverage(model.to("meta"), torch.zeros(1, 1, 8, 8))
+    assert on_cpu.mac_fraction < 1  # the depthwise conv stays digital
+    assert elsewhere.mac_fraction == pytest.approx(on_cpu.mac_fraction, rel=1e-6)
+
+
 @pytest.mark.parametrize(("module", "ok"), [
     (nn.Conv2d(4, 4, 3), True), (nn.Conv2d(4, 4, 3, groups=2), False), (nn.Linear(3, 2), True),
     (nn.Conv1d(2, 2, 1), True), (nn.MultiheadAttention(8, 2).out_proj, False)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hwnas.common.seeds import STREAMS, TrialSeeds, stream_seed
+from hwnas.common.seeds import STREAMS, TrialSeeds, rng_devices, stream_seed
 
 
 def test_streams_are_deterministic_and_distinct():
@@ -31,3 +31,13 @@ def test_trial_seeds_record_every_stream():
     assert record["init"] == seeds.init == stream_seed(3, "init")
     with pytest.raises(AttributeError, match="no random stream 'nope'"):
         _ = seeds.nope
+
+
+def test_rng_devices_name_the_cuda_generator_to_restore():
+    assert rng_devices("cpu") == [] and rng_devices(torch.device("cpu")) == []
+    assert rng_devices("cuda:1") == [1]  # parsed only: no CUDA device is touched
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_rng_devices_of_plain_cuda_is_the_current_device():
+    assert rng_devices("cuda") == [torch.cuda.current_device()]
