@@ -15,8 +15,9 @@ HEADER = """# Benchmarks
 
 Figures measured with the scripts under `bench/`; each section names its command, its device and
 the machine's load while it ran. The device is a 2-vCPU virtual machine without a GPU (Intel Xeon
-for the earlier sections, AMD EPYC for the fidelity, AdaBS drift and multi-node sections); no GPU
-was lent to this work, so there are no CUDA figures yet (the scripts take `--device cuda`).
+for the earlier sections, AMD EPYC for the fidelity, AdaBS drift and multi-node sections), except
+where a section names a GPU: the fidelity truth set's largest archs and the supernets were trained
+on one NVIDIA H100 (`--device cuda`).
 Ratios within one run are the figures to compare across machines. This file is rebuilt from
 `bench/results/*.md` by `python bench/collect.py`; plots and raw tables sit next to them.
 """

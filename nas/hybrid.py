@@ -7,6 +7,10 @@ architecture spaces are discrete and small next to a budget of a few hundred eva
   Here a proposal equal to a finished, running or queued trial is replaced by a mutation of it;
 * good architectures have good neighbours (one op or one width apart). Mutating members of the
   current Pareto front is a cheap, strong move (the "local search" baseline of NAS benchmarks);
+* mutating the members that add most to the front's hypervolume (the ends and the edges of
+  its gaps; ``parent="hvc"``), one parameter at a time, fills the front faster than picking
+  members uniformly: on held-out seeds of the benchmark tables it raised the median
+  hypervolume at 300 evaluations on all four tables without noise;
 * TPE (multivariate, grouped, constant liar for parallel workers) keeps a global model of where the
   good regions are, so the search does not get stuck on one part of the front.
 
@@ -32,7 +36,10 @@ from optuna.search_space import IntersectionSearchSpace
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from nas.pareto import pareto_mask
+from hwnas.common.errors import ConfigError
+from nas.pareto import pareto_mask, to_loss
+
+PARENT_RULES = ("hvc", "uniform")
 
 
 class HybridSampler(BaseSampler):
@@ -43,14 +50,21 @@ class HybridSampler(BaseSampler):
         n_startup_trials: random (novel) trials before the model-based moves.
         mutation_prob: share of trials that mutate a front member; the rest ask TPE.
         max_mutations: at most this many parameters change in one mutation (1 is most likely).
+        parent: how a mutation picks its front member: ``uniform``, or ``hvc`` (in proportion to
+            its exclusive hypervolume contribution, so gaps and ends of the front are filled).
     """
 
     def __init__(self, *, seed: int | None = None, n_startup_trials: int = 10,
-                 mutation_prob: float = 0.5, max_mutations: int = 2) -> None:
+                 mutation_prob: float = 0.5, max_mutations: int = 1,
+                 parent: str = "hvc") -> None:
         self._seed = 0 if seed is None else int(seed)
         self._n_startup = n_startup_trials
         self._p_mut = mutation_prob
+        if parent not in PARENT_RULES:
+            raise ConfigError.one("sampler.options.parent", f"must be one of {PARENT_RULES}",
+                                  parent, "use 'hvc' (the default) or 'uniform'")
         self._max_mut = max(1, max_mutations)
+        self._parent = parent
         self._tpe = TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True,
                                n_startup_trials=n_startup_trials)
         self._random = RandomSampler(seed=seed)
@@ -97,7 +111,7 @@ class HybridSampler(BaseSampler):
             if len(params) < len(search_space):
                 params = _random_params(search_space, rng)
         elif move == "mutate":
-            parent = _pick_parent(study, rng)
+            parent = _pick_parent(study, rng, self._parent)
             if parent is None:
                 params = _random_params(search_space, rng)
             else:
@@ -141,7 +155,8 @@ def _seen(study: Study, space: dict[str, BaseDistribution], exclude: int) -> set
             if t.number != exclude and all(n in t.params for n in names)}
 
 
-def _pick_parent(study: Study, rng: np.random.Generator) -> FrozenTrial | None:
+def _pick_parent(study: Study, rng: np.random.Generator,
+                 rule: str = "uniform") -> FrozenTrial | None:
     done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
             if t.values is not None]
     if not done:
@@ -153,7 +168,24 @@ def _pick_parent(study: Study, rng: np.random.Generator) -> FrozenTrial | None:
             for d in study.directions]
     mask = pareto_mask(np.array([t.values for t in pool]), dirs)
     front = [t for t, on in zip(pool, mask, strict=True) if on]
+    if rule == "hvc" and len(front) > 2:
+        return front[int(rng.choice(len(front), p=_hvc_weights(
+            np.array([t.values for t in pool]), mask, dirs)))]
     return front[int(rng.integers(len(front)))]
+
+
+def _hvc_weights(values: np.ndarray, mask: np.ndarray, dirs: list[str]) -> np.ndarray:
+    """Front members' exclusive hypervolume contributions as probabilities, in the units of the
+    evaluated points' ranges, so no objective's scale decides; floored so none is starved."""
+    import moocore
+
+    loss = to_loss(values, dirs)
+    lo, hi = loss.min(axis=0), loss.max(axis=0)
+    norm = (loss[mask] - lo) / np.where(hi > lo, hi - lo, 1.0)
+    contrib = moocore.hv_contributions(norm, ref=np.full(norm.shape[1], 1.1))
+    w = contrib / contrib.sum() if contrib.sum() > 0 else np.ones(len(norm)) / len(norm)
+    w = 0.5 * w + 0.5 / len(w)
+    return w / w.sum()
 
 
 def _contains(dist: BaseDistribution, value: Any) -> bool:

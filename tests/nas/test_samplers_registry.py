@@ -69,3 +69,30 @@ def test_bad_sampler_options() -> None:
         make_sampler("default", seed=0, options={"startup": 3})
     with pytest.raises(ConfigError, match="sampler"):
         make_sampler("annealing", seed=0)
+    with pytest.raises(ConfigError, match="hvc"):
+        make_sampler("default", seed=0, options={"parent": "crowding"})
+
+
+def test_hvc_weights_follow_brute_force_contributions() -> None:
+    """Each front member's weight is half its share of the exclusive hypervolume contributions
+    (the hypervolume lost without it, computed one by one) plus half a uniform share."""
+    import numpy as np
+
+    from nas.hybrid import _hvc_weights
+    from nas.pareto import hypervolume, pareto_mask
+
+    rng = np.random.default_rng(3)
+    values = np.column_stack([rng.uniform(0.5, 0.9, 40), rng.uniform(1.0, 9.0, 40)])
+    dirs = ["maximize", "minimize"]
+    mask = pareto_mask(values, dirs)
+    lo, hi = values.min(axis=0), values.max(axis=0)
+    norm = (values - lo) / (hi - lo)
+    norm[:, 0] = 1.0 - norm[:, 0]  # accuracy to a loss, as the sampler does
+    front = norm[mask]
+    ref = [1.1, 1.1]
+    whole = hypervolume(front, ["minimize"] * 2, ref)
+    lost = np.array([whole - hypervolume(np.delete(front, i, 0), ["minimize"] * 2, ref)
+                     for i in range(len(front))])
+    expected = 0.5 * lost / lost.sum() + 0.5 / len(front)
+    np.testing.assert_allclose(_hvc_weights(values, mask, dirs), expected, rtol=1e-9)
+    assert mask.sum() > 2 and lost.max() > 2 * lost.min()  # the weights do differ
