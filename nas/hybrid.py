@@ -176,16 +176,16 @@ def _pick_parent(study: Study, rng: np.random.Generator,
 
 def _hvc_weights(values: np.ndarray, mask: np.ndarray, dirs: list[str]) -> np.ndarray:
     """Front members' exclusive hypervolume contributions as probabilities, in the units of the
-    evaluated points' ranges, so no objective's scale decides; floored so none is starved."""
+    evaluated points' ranges, so no objective's scale decides (uniform if all are zero). The
+    ends of the front count through the reference just beyond the worst evaluated values."""
     import moocore
 
     loss = to_loss(values, dirs)
     lo, hi = loss.min(axis=0), loss.max(axis=0)
     norm = (loss[mask] - lo) / np.where(hi > lo, hi - lo, 1.0)
     contrib = moocore.hv_contributions(norm, ref=np.full(norm.shape[1], 1.1))
-    w = contrib / contrib.sum() if contrib.sum() > 0 else np.ones(len(norm)) / len(norm)
-    w = 0.5 * w + 0.5 / len(w)
-    return w / w.sum()
+    total = contrib.sum()
+    return contrib / total if total > 0 else np.full(len(norm), 1.0 / len(norm))
 
 
 def _contains(dist: BaseDistribution, value: Any) -> bool:
