@@ -15,7 +15,10 @@ in ranking quality and its cost in seconds per candidate can be read off the tab
 - ``b32``: as ``default_1ep``, the same images in batches of 32 (4x the optimiser steps);
 - ``default``: what ``studies/quickstart.yaml`` now uses: ``default_1ep`` trained for 3 epochs
   (its training section is read from the study file, so this row follows the quickstart);
-- ``default_hwa``: ``default`` + half an epoch of HWA fine-tuning before analog scoring.
+- ``default_hwa``: ``default`` + half an epoch of HWA fine-tuning before analog scoring;
+- ``e2_lean``: the cheapest recipe with more than one epoch that keeps AdaBS: the ``default``
+  training for 2 epochs, scored with exactly 3 programmings on 500 images, AdaBS on 128 (about
+  the old quickstart recipe's seconds per candidate: where tau lands at that cost).
 
 Scores go to ``bench/data/fidelity/scores.csv``, one row per (recipe, seed, arch); rows already
 there are kept, so a run can stop and go on.
@@ -62,6 +65,8 @@ RECIPES: dict[str, dict[str, Any]] = {
     "default": {"train": {**_quickstart_train(), "threads": 1}},
     # the new default plus a short HWA fine-tune before analog scoring (hw_eval.hwa: auto)
     "default_hwa": {"train": {**_quickstart_train(), "threads": 1}, "hw_eval": {"hwa": "auto"}},
+    "e2_lean": {"train": {**_quickstart_train(), "threads": 1, "epochs": 2},
+                "hw_eval": {"repeats": 3, "target_se": None, "eval_limit": 500, "adabs": 128}},
 }
 
 

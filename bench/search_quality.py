@@ -19,6 +19,8 @@ percentiles over seeds, and the wall time per search, are written to
 can be split over processes (``--tables``/``--noise``) and reported once (``--report``).
 
     python bench/search_quality.py --seeds 10 --tables cpu,edge,params --noise 0,0.01,0.03
+    python bench/search_quality.py --samplers default --seeds 30 --first-seed 100 \
+        --options '{"parent": "uniform", "max_mutations": 2}' --raw /tmp/tune.json   # tuning
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ class Table:
         self.best = hypervolume(self.values, self.dirs, self.ref)
 
 
-def run_search(sampler: str, seed: int, n: int, table: Table, noise: float) -> np.ndarray:
+def run_search(sampler: str, seed: int, n: int, table: Table, noise: float,
+               options: dict | None = None) -> np.ndarray:
     """Row indices of the ``n`` evaluated archs and their observed values (noisy accuracy)."""
     space = get_space("nb201")
     rng = np.random.default_rng([seed, 7919])
@@ -76,7 +79,8 @@ def run_search(sampler: str, seed: int, n: int, table: Table, noise: float) -> n
         obs[0] += noise * rng.standard_normal() if noise else 0.0
         return tuple(obs)
 
-    study = optuna.create_study(directions=table.dirs, sampler=make_sampler(sampler, seed=seed))
+    study = optuna.create_study(directions=table.dirs, sampler=make_sampler(sampler, seed=seed,
+                                                                          options=options))
     study.optimize(objective, n_trials=n)
     observed = np.array([t.values for t in study.trials])
     return np.array(rows), observed
@@ -102,15 +106,15 @@ def every_cell_hv(table: Table, noise: float, seeds: int) -> list[float]:
 
 
 def measure(table_name: str, noise: float, samplers: list[str], seeds: int,
-            budgets: list[int]) -> dict:
+            budgets: list[int], *, first_seed: int = 0, options: dict | None = None) -> dict:
     table = Table(table_name)
     out = {}
     for name in samplers:
         hv = {b: [] for b in budgets}
         secs = []
-        for seed in range(seeds):
+        for seed in range(first_seed, first_seed + seeds):
             t0 = time.perf_counter()
-            rows, observed = run_search(name, seed, max(budgets), table, noise)
+            rows, observed = run_search(name, seed, max(budgets), table, noise, options)
             secs.append(time.perf_counter() - t0)
             for b in budgets:
                 hv[b].append(true_hv(rows[:b], observed[:b], table))
@@ -127,6 +131,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--samplers", default=None, help="default: per objective count")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--budgets", default="100,300")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="tune on other seeds (e.g. 100) than the reported 0..seeds-1")
+    ap.add_argument("--options", type=json.loads, default=None,
+                    help='sampler options as JSON, e.g. \'{"parent": "uniform"}\' (with --raw '
+                         "pointing at a scratch file)")
     ap.add_argument("--raw", type=Path, nargs="+", default=[RAW],
                     help="raw JSON: written to the first; the report merges all")
     ap.add_argument("--report", action="store_true", help="only write the report from --raw")
@@ -137,7 +146,8 @@ def main(argv: list[str] | None = None) -> None:
         for noise in [float(x) for x in args.noise.split(",")]:
             for name in args.tables.split(","):
                 samplers = (args.samplers or SAMPLERS[len(TABLES[name][1])]).split(",")
-                res = measure(name, noise, samplers, args.seeds, budgets)
+                res = measure(name, noise, samplers, args.seeds, budgets,
+                              first_seed=args.first_seed, options=args.options)
                 every = every_cell_hv(Table(name), noise, args.seeds) if noise else None
                 _merge(args.raw[0], f"{name}|{noise:g}", args.seeds, res, every)
     raw: dict = {}
@@ -148,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
             got["samplers"].update(entry["samplers"])
             if entry.get("every_cell"):
                 got["every_cell"] = entry["every_cell"]
-    write(dict(sorted(raw.items(), key=_order)), budgets)
+    tuning = args.first_seed or args.options or args.raw[0] != RAW
+    write(dict(sorted(raw.items(), key=_order)), budgets, publish=not tuning)
 
 
 def _order(item: tuple[str, dict]) -> tuple[int, float]:
@@ -171,7 +182,8 @@ def _cell(v: list[float]) -> str:
     return f"{np.median(v):.4f} [{np.percentile(v, 25):.4f}, {np.percentile(v, 75):.4f}]"
 
 
-def write(raw: dict, budgets: list[int]) -> None:
+def write(raw: dict, budgets: list[int], *, publish: bool = True) -> None:
+    """The report table; ``publish`` puts it in BENCHMARKS' section (tuning runs only print)."""
     prov = provenance("cpu")
     goals = {100: 0.97, 300: 0.995}
     lines = [
@@ -213,7 +225,8 @@ def write(raw: dict, budgets: list[int]) -> None:
               f"git {prov['git']}, {prov['time_utc']}."]
     text = "\n".join(lines)
     print(text)
-    replace_section(OUT, "search_quality", text)  # the live SH comparison has its own section
+    if publish:
+        replace_section(OUT, "search_quality", text)  # the live SH comparison has its own section
 
 
 if __name__ == "__main__":
