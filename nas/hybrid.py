@@ -166,11 +166,11 @@ def _pick_parent(study: Study, rng: np.random.Generator,
                                                       t.constraints.values()))[:1]
     dirs = ["maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize"
             for d in study.directions]
-    mask = pareto_mask(np.array([t.values for t in pool]), dirs)
+    values = np.array([t.values for t in pool])
+    mask = pareto_mask(values, dirs)
     front = [t for t, on in zip(pool, mask, strict=True) if on]
     if rule == "hvc" and len(front) > 2:
-        return front[int(rng.choice(len(front), p=_hvc_weights(
-            np.array([t.values for t in pool]), mask, dirs)))]
+        return front[int(rng.choice(len(front), p=_hvc_weights(values, mask, dirs)))]
     return front[int(rng.integers(len(front)))]
 
 
