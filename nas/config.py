@@ -246,6 +246,10 @@ class SupernetCfg(_Cfg):
                                   "for step 0 (steps, batch_size, k, lr, hwa_noise, ...)")
     bn_images: int = Field(500, gt=0, description="train images that re-estimate each "
                            "candidate's BatchNorm statistics")
+    finetune_steps: int = Field(0, ge=0, description="optimizer steps (the study's `train` "
+                                "settings) each candidate trains from its inherited weights "
+                                "before it is scored; with `schedule.resource: steps` each "
+                                "rung's budget takes its place")
     refine_top: int = Field(3, ge=0, description="front members fine-tuned standalone by "
                             "`hwnas supernet refine`")
     refine_epochs: float = Field(1.0, gt=0)

@@ -56,10 +56,13 @@ class Evaluator:
     """Scores arch strings for one study; loads the data set once per process."""
 
     FIDELITIES = ("epochs", "images")  # what evaluate(budget=...) can vary (nas.schedule)
+    SUPERNET_FIDELITIES = ("steps",)  # fine-tuning steps from the inherited weights
 
     @classmethod
     def fidelities(cls, cfg: StudyConfig) -> tuple[str, ...]:
-        return () if cfg.tabular else cls.FIDELITIES
+        if cfg.tabular:
+            return ()
+        return cls.SUPERNET_FIDELITIES if cfg.evaluator == "supernet" else cls.FIDELITIES
 
     def __init__(self, cfg: StudyConfig):
         self.cfg = cfg
@@ -194,6 +197,11 @@ class Evaluator:
                 from nas.supernet_eval import inherited_model
 
                 model = inherited_model(self.cfg, data, arch, metrics, info)
+                steps = self.cfg.supernet.finetune_steps if budget is None else int(budget)
+                if steps > 0:
+                    result = fit(model, data, glue.fit_config(self.cfg, steps=steps))
+                    metrics.update(train_loss=result.train_loss, train_seconds=result.seconds)
+                    info["finetune_steps"] = steps
             else:
                 model = self.build(arch)
                 result = fit(model, data, fit_cfg)

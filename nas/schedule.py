@@ -6,8 +6,9 @@ Study option (``schedule:`` in a study file)::
 
 **Rungs.** The budgets are ``max_budget / eta**k`` down to the first one not below
 ``min_budget`` (the top rung is exactly ``max_budget``). ``resource`` names what the budget is:
-``epochs`` or ``images`` (proxy training; ``Evaluator.fidelities`` declares which budgets an
-evaluator can vary: a tabular study can vary none, a supernet evaluator would declare ``steps``).
+``epochs`` or ``images`` (proxy training), or ``steps`` (the supernet evaluator's fine-tuning
+from inherited weights). ``Evaluator.fidelities`` declares which budgets an evaluator can vary;
+a tabular study can vary none.
 
 **Asynchronous successive halving** (ASHA, Li et al., MLSys 2020): a new candidate starts at rung
 0 (with ``type: hyperband``, candidate ``n`` starts at rung ``n mod n_rungs``: one bracket per
@@ -266,7 +267,7 @@ def budgeted(cfg: Any, data: Any, budget: float | None) -> tuple[Any, Any]:
 
     from nas import glue
 
-    if budget is None:
+    if budget is None or cfg.schedule.resource == "steps":  # steps: a supernet's fine-tuning
         return data, glue.fit_config(cfg)
     if cfg.schedule.resource == "images":
         n = max(1, int(budget))

@@ -81,3 +81,54 @@ def test_unknown_train_field_is_an_error():
 def test_quickstart_supernet_study_validates():
     cfg = load_study("quickstart_supernet")
     assert cfg.evaluator == "supernet" and cfg.space == "resnet"
+
+
+# -- fine-tuning steps: the supernet evaluator's budget for successive halving ---------------------
+STEPS = {"type": "sh", "eta": 3, "resource": "steps", "min_budget": 1, "max_budget": 3}
+
+
+def test_finetune_steps_train_the_inherited_weights_deterministically(checkpoint):
+    plain = Evaluator(validate_study(_study(checkpoint=str(checkpoint)))).evaluate(ARCH)
+    cfg = validate_study(_study(checkpoint=str(checkpoint), finetune_steps=2))
+    a, b = Evaluator(cfg).evaluate(ARCH), Evaluator(cfg).evaluate(ARCH)
+    assert a.info["finetune_steps"] == 2 and a.metrics["train_seconds"] > 0
+    assert "finetune_steps" not in plain.info
+    key = "conv_stem.weight"  # a trained weight, not only BN statistics, moved
+    assert not torch.equal(a.state_dict[key], plain.state_dict[key])
+    assert torch.equal(a.state_dict[key], b.state_dict[key])
+    assert a.metrics["acc_digital"] == b.metrics["acc_digital"]
+
+
+def test_a_rung_budget_is_the_number_of_finetune_steps(checkpoint):
+    cfg = validate_study({**_study(checkpoint=str(checkpoint)), "schedule": STEPS})
+    assert Evaluator.fidelities(cfg) == ("steps",)
+    ev = Evaluator(cfg)
+    low, top = ev.evaluate(ARCH, budget=1), ev.evaluate(ARCH, budget=3)
+    assert (low.info["finetune_steps"], top.info["finetune_steps"]) == (1, 3)
+    assert not torch.equal(low.state_dict["conv_stem.weight"], top.state_dict["conv_stem.weight"])
+
+
+@pytest.mark.parametrize("resource", ["epochs", "images"])
+def test_a_supernet_study_cannot_vary_proxy_training_budgets(checkpoint, resource):
+    raw = {**_study(checkpoint=str(checkpoint)), "schedule": {**STEPS, "resource": resource}}
+    with pytest.raises(ConfigError) as err:
+        validate_study(raw)
+    assert [p.where for p in err.value.problems] == ["schedule.resource"]
+    assert "steps" in str(err.value)
+
+
+@pytest.mark.slow
+def test_a_supernet_study_runs_successive_halving_on_finetune_steps(checkpoint, tmp_path):
+    from optuna.trial import TrialState
+
+    from nas.run import run_search
+    from nas.store import load_dir
+
+    raw = {**_study(checkpoint=str(checkpoint)), "n_trials": 5, "schedule": STEPS}
+    _, study, _ = load_dir(run_search(validate_study(raw), out_root=tmp_path, progress=False))
+    done = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    for t in done:  # each trial fine-tuned exactly its rung's budget
+        assert t.user_attrs["info"]["finetune_steps"] == [1, 3][t.user_attrs["rung"]]
+    promoted = [t for t in done if t.user_attrs["rung"] == 1]
+    assert promoted and study.trials[promoted[0].user_attrs["parent"]].user_attrs["arch"] \
+        == promoted[0].user_attrs["arch"]
