@@ -243,7 +243,8 @@ def write(raw: dict, budgets: list[int], *, publish: bool = True) -> None:
         f"Mann-Whitney U of that sampler's HVs against the default's ({at}); below 0.05 the "
         "seeds resolve the difference. Reached: the median HV when the same "
         f"{max(budgets)} archs are picked at their true values (what the search found; the gap "
-        "to HV@300 is what noise cost at the final pick), recorded from this version on.", "",
+        f"to HV@{max(budgets)} is what noise cost at the final pick), recorded from this "
+        "version on.", "",
         "| table | noise | sampler | seeds | " + " | ".join(f"HV@{b}" for b in budgets)
         + " | reached | p vs default | s/search |",
         "|---|---|---|---|" + "---|" * len(budgets) + "---|---|---|"]
