@@ -63,15 +63,29 @@ def score(model, data, args) -> dict[str, float]:  # noqa: ANN001
     return out
 
 
-def inherited(path: str, archs: list[str], data, args) -> tuple[dict, list[float]]:  # noqa: ANN001
-    """Scores on inherited weights; seconds per candidate, and the part spent inheriting (the
-    extraction and BN re-estimation, which replace proxy training)."""
+def finetune_recipe(steps: int, device: str) -> FitConfig:
+    """The quickstart's ``train`` section for ``steps`` optimizer steps (what a supernet study
+    with ``supernet.finetune_steps`` or ``schedule.resource: steps`` runs per candidate)."""
+    from nas import glue
+    from nas.config import load_study
+
+    cfg = load_study("quickstart", {"train.threads": 1})
+    return replace(glue.fit_config(cfg, steps=steps), device=device)
+
+
+def inherited(path: str, archs: list[str], data, args,  # noqa: ANN001
+              steps: int = 0) -> tuple[dict, list[float]]:
+    """Scores on inherited weights (fine-tuned ``steps`` optimizer steps first, when > 0);
+    seconds per candidate, and the part spent inheriting (the extraction and BN
+    re-estimation, which replace proxy training)."""
     net, meta = load_supernet(path, space=args.space)
     rows, seconds, inherit_s = {}, [], []
     for arch in archs:
         t0 = time.perf_counter()
         model = inherit(net, arch, data.x_train[:args.bn_images]).to(args.device)
         inherit_s.append(time.perf_counter() - t0)
+        if steps:
+            fit(model, data, finetune_recipe(steps, args.device))
         rows[arch] = score(model, data, args)
         seconds.append(time.perf_counter() - t0)
     return {"rows": rows, "meta": meta, "inherit_s": float(np.median(inherit_s))}, seconds
@@ -179,6 +193,9 @@ def main(argv: list[str] | None = None) -> None:
                     "scores on this many yardstick archs, for the per-candidate ratio")
     ap.add_argument("--device", default="cpu", help="where sub-networks are scored (and "
                     "proxy-trained); extraction and BN re-estimation stay on the CPU")
+    ap.add_argument("--finetune-steps", default="0",
+                    help="comma list: score each checkpoint after this many fine-tuning steps "
+                    "per candidate (0 = inherited weights only)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
@@ -195,15 +212,18 @@ def main(argv: list[str] | None = None) -> None:
              "| supernet | metric | Kendall tau [90% CI] | top-5 | mean inherited | mean ref |",
              "|---|---|---|---|---|---|"]
     costs = []
-    for name, path in (("digital", args.checkpoint), ("hwa", args.hwa_checkpoint)):
-        if path:
-            got, seconds = inherited(path, archs, data, args)
-            lines += table(name, got["rows"], ref, archs, keys)
-            m = got["meta"]
-            costs.append(f"- {name} supernet: {m['step']} steps ({m['config']}), trained in "
-                         f"{m['seconds']:.0f} s; {np.median(seconds):.1f} s per candidate "
-                         f"(median, inherit + BN + all scores), of which "
-                         f"{got['inherit_s']:.2f} s inherit + BN")
+    runs = [(name, path, int(k)) for name, path in (("digital", args.checkpoint),
+                                                    ("hwa", args.hwa_checkpoint)) if path
+            for k in args.finetune_steps.split(",")]
+    for name, path, steps in runs:
+        label = f"{name} + {steps} fine-tuning steps" if steps else name
+        got, seconds = inherited(path, archs, data, args, steps)
+        lines += table(label, got["rows"], ref, archs, keys)
+        m = got["meta"]
+        costs.append(f"- {label}: supernet {m['step']} steps ({m['config']}), trained in "
+                     f"{m['seconds']:.0f} s; {np.median(seconds):.1f} s per candidate "
+                     f"(median, inherit + BN + fine-tuning + all scores), of which "
+                     f"{got['inherit_s']:.2f} s inherit + BN")
     if args.proxy:
         proxy_s = proxy_seconds(archs[:args.proxy], data, args)
     if proxy_s:
