@@ -63,14 +63,14 @@ def score(model, data, args) -> dict[str, float]:  # noqa: ANN001
     return out
 
 
-def finetune_recipe(steps: int, device: str) -> FitConfig:
-    """The quickstart's ``train`` section for ``steps`` optimizer steps (what a supernet study
-    with ``supernet.finetune_steps`` or ``schedule.resource: steps`` runs per candidate)."""
+def quickstart_recipe(device: str, **changes: int) -> FitConfig:
+    """The quickstart's ``train`` section on one thread (``steps=N``: what a supernet study with
+    ``supernet.finetune_steps`` or ``schedule.resource: steps`` runs per candidate)."""
     from nas import glue
     from nas.config import load_study
 
     cfg = load_study("quickstart", {"train.threads": 1})
-    return replace(glue.fit_config(cfg, steps=steps), device=device)
+    return replace(glue.fit_config(cfg, **changes), device=device)
 
 
 def inherited(path: str, archs: list[str], data, args,  # noqa: ANN001
@@ -80,12 +80,13 @@ def inherited(path: str, archs: list[str], data, args,  # noqa: ANN001
     re-estimation, which replace proxy training)."""
     net, meta = load_supernet(path, space=args.space)
     rows, seconds, inherit_s = {}, [], []
+    recipe = quickstart_recipe(args.device, steps=steps) if steps else None
     for arch in archs:
         t0 = time.perf_counter()
         model = inherit(net, arch, data.x_train[:args.bn_images]).to(args.device)
         inherit_s.append(time.perf_counter() - t0)
-        if steps:
-            fit(model, data, finetune_recipe(steps, args.device))
+        if recipe:
+            fit(model, data, recipe)
         rows[arch] = score(model, data, args)
         seconds.append(time.perf_counter() - t0)
     return {"rows": rows, "meta": meta, "inherit_s": float(np.median(inherit_s))}, seconds
@@ -108,11 +109,7 @@ def standalone(archs: list[str], data, args) -> tuple[dict, list[float]]:  # noq
 def proxy_seconds(archs: list[str], data, args) -> list[float]:  # noqa: ANN001
     """Seconds per candidate of proxy training with the quickstart's recipe (its ``train``
     section, one thread) plus the same scores: the cost the supernet replaces, in this run."""
-    from nas import glue
-    from nas.config import load_study
-
-    recipe = replace(glue.fit_config(load_study("quickstart", {"train.threads": 1})),
-                     device=args.device)
+    recipe = quickstart_recipe(args.device)
     space, seconds = get_space(args.space), []
     for arch in archs:
         t0 = time.perf_counter()
