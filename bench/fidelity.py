@@ -9,7 +9,8 @@
 ``truth`` (bench/fidelity_truth.py) trains each truth architecture on the whole Fashion-MNIST
 training split and scores it on ``pcm`` at 1 d and 30 d with AdaBS and 20 programmings on the
 whole test split; the set lives in ``bench/data/fidelity`` with its recipe. ``score`` runs the
-study evaluator (``nas.evaluate.Evaluator``) with each recipe (bench/fidelity_recipes.py) on the
+study evaluator (``nas.scoring.evaluate.Evaluator``) with each recipe
+(bench/fidelity_recipes.py) on the
 truth architectures, once per seed. ``report`` gives, per recipe: Kendall tau against the truth
 (with a bootstrap interval over architectures), top-5 overlap, Kendall tau between two seeds,
 and seconds per candidate, as a table and a tau-vs-cost plot.

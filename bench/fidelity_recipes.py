@@ -10,7 +10,7 @@ in ranking quality and its cost in seconds per candidate can be read off the tab
 - ``adabs``: + AdaBS on 512 training images;
 - ``adaptive``: + programmings grown to a 1-point standard error (at most 20);
 - ``hwa``: + half an epoch of HWA fine-tuning (``hw_eval.hwa: auto``);
-- ``default_1ep``: the scoring defaults of ``nas.config.HwEvalCfg`` (AdaBS on 256 images,
+- ``default_1ep``: the scoring defaults of ``nas.study.config.HwEvalCfg`` (AdaBS on 256 images,
   programmings and images grown to a 2-point SE) on the one-epoch training;
 - ``b32``: as ``default_1ep``, the same images in batches of 32 (4x the optimiser steps);
 - ``default``: what ``studies/quickstart.yaml`` now uses: ``default_1ep`` trained for 3 epochs
@@ -60,7 +60,7 @@ RECIPES: dict[str, dict[str, Any]] = {
                              "max_repeats": 20}},
     "hwa": {"hw_eval": {**_OLD_EVAL, "eval_limit": 4000, "adabs": 512, "target_se": 0.01,
                         "max_repeats": 20, "hwa": "auto"}},
-    "default_1ep": {},  # nas.config.HwEvalCfg defaults
+    "default_1ep": {},  # nas.study.config.HwEvalCfg defaults
     "b32": {"train": {"batch_size": 32, "lr": 0.05}},
     "default": {"train": {**_quickstart_train(), "threads": 1}},
     # the new default plus a short HWA fine-tune before analog scoring (hw_eval.hwa: auto)
@@ -96,8 +96,8 @@ def _done() -> set[tuple[str, int, str]]:
 def score_all(archs: list[str], recipes: list[str], seeds: list[int], *, threads: int) -> None:
     import torch
 
-    from nas.config import validate_study
-    from nas.evaluate import Evaluator
+    from nas.scoring.evaluate import Evaluator
+    from nas.study.config import validate_study
 
     torch.set_num_threads(threads)
     done = _done()
@@ -113,8 +113,8 @@ def time_all(archs: list[str], recipes: list[str], *, threads: int, seed: int = 
     interleaved per arch (a same-run comparison on a shared host); rewrites ``TIMING``."""
     import torch
 
-    from nas.config import validate_study
-    from nas.evaluate import Evaluator
+    from nas.scoring.evaluate import Evaluator
+    from nas.study.config import validate_study
 
     torch.set_num_threads(threads)
     evaluators = {r: Evaluator(validate_study(study(r, seed))) for r in recipes}

@@ -20,8 +20,9 @@ import numpy as np
 from _results import markdown, publish  # bench/ is on sys.path when run as a script
 
 from hwnas.common.provenance import provenance
-from nas import store, summary
-from nas.pareto import hypervolume
+from nas.algorithms.pareto import hypervolume
+from nas.results import summary
+from nas.study import store
 
 OUT = Path(__file__).resolve().parent / "results" / "mapping_front.md"
 
@@ -45,7 +46,7 @@ def controlled(study_dir: str, archs: list[str]) -> list[dict[str, object]]:
     the rows differ only by which layers are analog."""
     from itertools import product
 
-    from nas.evaluate import Evaluator
+    from nas.scoring.evaluate import Evaluator
 
     cfg = store.load_dir(study_dir)[0]
     mcfg = cfg.hw_eval.mapping_cfg
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         f"common reference point {[round(float(r), 4) for r in ref]}.", "",
         *lines, "", markdown(rows), "", *extra,
         f"Device: {prov.get('device')}. `resolved`: the member's lead over its neighbours "
-        "exceeds the standard errors (nas.pareto.unresolved)."]), args.out)
+        "exceeds the standard errors (nas.algorithms.pareto.unresolved)."]), args.out)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ from pathlib import Path
 from _results import publish  # bench/ is on sys.path when run as a script
 
 from hwnas.common.provenance import provenance
-from nas.config import load_study
-from nas.run import run_search
+from nas.search.run import run_search
+from nas.study.config import load_study
 
 OUT = Path(__file__).resolve().parent / "results" / "nas_ray_overhead.md"
 

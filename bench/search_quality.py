@@ -36,9 +36,9 @@ from _results import replace_section  # bench/ is on sys.path when run as a scri
 from scipy.stats import mannwhitneyu
 
 from hwnas.common.provenance import provenance
-from nas.pareto import hypervolume, pareto_mask
-from nas.samplers import make_sampler
-from nas.tabular import TabularEvaluator
+from nas.algorithms.pareto import hypervolume, pareto_mask
+from nas.algorithms.samplers import make_sampler
+from nas.scoring.tabular import TabularEvaluator
 from search_spaces import get_space
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -28,13 +28,14 @@ import numpy as np
 import optuna
 import torch
 from _results import replace_section  # bench/ is on sys.path when run as a script
+from nas.drivers import optuna_driver
 
 from hwnas.common.provenance import provenance
-from nas import store, summary
-from nas.config import load_study
-from nas.drivers import optuna_driver
-from nas.evaluate import Evaluator
-from nas.pareto import hypervolume, pareto_mask
+from nas.algorithms.pareto import hypervolume, pareto_mask
+from nas.results import summary
+from nas.scoring.evaluate import Evaluator
+from nas.study import store
+from nas.study.config import load_study
 
 OUT = Path(__file__).resolve().parent / "results" / "nas_search_quality.md"
 ONE_THREAD = {"train.threads": 1}  # the quickstart trains on 2; one core per bench process
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seconds", type=float, default=420)
     ap.add_argument("--min-images", type=int, default=185)
     ap.add_argument("--rung-se", default="sqrt", choices=("sqrt", "fixed"),
-                    help="analog precision below the top rung (nas.schedule.rung_target_se)")
+                    help="analog precision below the top rung (nas.search.schedule.rung_target_se)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -1,7 +1,7 @@
 """MkDocs hooks: pages that are generated from the code at build time, never written by hand.
 
 ``<!-- hwnas:study-reference -->`` becomes the study-file reference, one table per section, from
-the pydantic models in ``nas.config`` (a field without a description fails the build);
+the pydantic models in ``nas.study.config`` (a field without a description fails the build);
 ``<!-- hwnas:grammars -->`` becomes every registered space's arch-string grammar (its docstring);
 ``<!-- hwnas:registries -->`` lists the registered metrics, hardware models and data sets.
 """
@@ -105,7 +105,7 @@ _WHY = {
 def _type(annotation: Any) -> str:
     text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
     text = text or str(annotation).replace("typing.", "")
-    text = text.replace("NoneType", "None").replace("nas.config.", "")
+    text = text.replace("NoneType", "None").replace("nas.study.config.", "")
     return text.replace("|", "&#124;").replace("<", "&lt;")
 
 
@@ -131,7 +131,7 @@ def _models(model: type[BaseModel]) -> list[type[BaseModel]]:
 
 
 def _section(model: type[BaseModel], prefix: str) -> str:
-    from nas.config import StudyConfig
+    from nas.study.config import StudyConfig
 
     head = "## The study file" if model is StudyConfig else f"## `{prefix}`"
     rows = ["| field | type | default | meaning |", "|---|---|---|---|"]
@@ -147,7 +147,7 @@ def _section(model: type[BaseModel], prefix: str) -> str:
 
 
 def study_reference() -> str:
-    from nas.config import StudyConfig
+    from nas.study.config import StudyConfig
 
     where = {StudyConfig: ""}
     for name, field in StudyConfig.model_fields.items():
@@ -172,7 +172,7 @@ def grammars() -> str:
 def registries() -> str:
     from analog import list_hw
     from hwnas.train.data import list_datasets
-    from nas.objectives import METRICS
+    from nas.study.objectives import METRICS
 
     rows = ["| metric | key | direction | unit | meaning |", "|---|---|---|---|---|"]
     for name in METRICS.list():

@@ -19,13 +19,13 @@ except PackageNotFoundError:  # a source tree that was never installed
 
 # public name -> "module:attribute"
 _PUBLIC: dict[str, str] = {
-    "run": "nas.run:run",
-    "RunResult": "nas.run:RunResult",
-    "StudyFailed": "nas.run:StudyFailed",
-    "result_of": "nas.run:result_of",
-    "run_search": "nas.run:run_search",
-    "StudyConfig": "nas.config:StudyConfig",
-    "load_study": "nas.config:load_study",
+    "run": "nas.search.run:run",
+    "RunResult": "nas.search.run:RunResult",
+    "StudyFailed": "nas.search.run:StudyFailed",
+    "result_of": "nas.search.run:result_of",
+    "run_search": "nas.search.run:run_search",
+    "StudyConfig": "nas.study.config:StudyConfig",
+    "load_study": "nas.study.config:load_study",
     "load_plugins": "hwnas.common.plugins:load_plugins",
     "get_space": "search_spaces:get_space",
     "list_spaces": "search_spaces:list_spaces",

@@ -3,7 +3,7 @@
 For each of the top-K exported Pareto models (``runs/<study>/pareto/*/model.pt``):
 
 1. **measure before**: static costs, digital accuracy, and accuracy under the study's hardware
-   models and drift times with the study's protocol (``nas.glue.hw_accuracy``: repeats,
+   models and drift times with the study's protocol (``nas.scoring.glue.hw_accuracy``: repeats,
    compensation, HWA epochs);
 2. **prune** (``compress.prune``) to a channel ratio, a MACs budget or a measured-latency budget;
 3. **train** on the study's data (whole train split unless limited) with ``train.ddp``: in this
@@ -110,8 +110,8 @@ class FinalizeConfig:
                            macs_budget=self.macs_budget, importance=self.importance).validate()
 
 
-def study_config(study_dir: Path):  # noqa: ANN201 - nas.config.StudyConfig
-    from nas.config import validate_study
+def study_config(study_dir: Path):  # noqa: ANN201 - nas.study.config.StudyConfig
+    from nas.study.config import validate_study
 
     path = study_dir / "config.yaml"
     if not path.is_file():
@@ -149,7 +149,7 @@ def pick_teacher(paths: list[Path], given: str | None, data: Any, cfg: Any
     objective) or come from another subset, and the students are among ``paths``, so the
     choice is never weaker than any of them."""
     from hwnas.train.loop import evaluate
-    from nas.export import load_checkpoint
+    from nas.results.export import load_checkpoint
 
     x, y = val_split(data, cfg)
     device = cfg.train.device
@@ -170,8 +170,8 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
     Latency is timed by ``side_by_side``, before and after together."""
     import hw_cost
     from hwnas.train.loop import evaluate
-    from nas import glue
-    from nas.evaluate import Evaluator
+    from nas.scoring import glue
+    from nas.scoring.evaluate import Evaluator
 
     static = hw_cost.static_costs(model, data.input_shape)
     out = {"params": float(static["params"]), "macs": float(static["macs"]),
@@ -192,7 +192,7 @@ def side_by_side(before: nn.Module, after: nn.Module, data: Any, cfg: Any) -> di
     """Latency of ``before`` and ``after`` timed interleaved in one run (``hw_cost.compare``) on
     the study's latency settings and deployed form, for about twice a study's timing cap."""
     from hw_cost.compare import compare_latency
-    from nas.glue import latency_form
+    from nas.scoring.glue import latency_form
 
     lat = cfg.latency
     return compare_latency({"before": before, "after": after}, data.input_shape,
@@ -255,7 +255,7 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
         calib = (data.x_train[:64], data.y_train[:64])
         summary = prune(model, data.input_shape, pcfg, calib=calib).summary()
         summary["config"] = asdict(pcfg)
-    from nas.export import save_checkpoint
+    from nas.results.export import save_checkpoint
 
     work.mkdir(parents=True, exist_ok=True)  # the student as a checkpoint: no pickled module
     save_checkpoint(work / "student.pt", space=meta["space"], arch=meta["arch"],
@@ -268,9 +268,9 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
 def _train(work: Path, teacher: nn.Module | None, cfg: Any, fc: FinalizeConfig
            ) -> dict[str, Any]:
     """Train ``work/student.pt``; ranks read it and the teacher (``fc.teacher``, a checkpoint)
-    through ``nas.export:load_model`` (``weights_only=True``)."""
+    through ``nas.results.export:load_model`` (``weights_only=True``)."""
     from hwnas.train.ddp import DDPJob, Dist, FileStore, run_job, train
-    from nas import glue
+    from nas.scoring import glue
 
     # the final model's training reports its validation accuracy every epoch
     fit = asdict(glue.fit_config(cfg, epochs=fc.epochs, validation="epoch",
@@ -278,12 +278,12 @@ def _train(work: Path, teacher: nn.Module | None, cfg: Any, fc: FinalizeConfig
     loss: dict[str, Any] = {}
     if teacher is not None:
         loss = {"loss_factory": "hwnas.compress.distill:make_loss",
-                "loss_kwargs": {"teacher_factory": "nas.export:load_model",
+                "loss_kwargs": {"teacher_factory": "nas.results.export:load_model",
                                 "teacher_kwargs": {"path": str(Path(fc.teacher).resolve())},
                                 "mode": fc.distill_mode,
                                 "alpha": fc.alpha, "temperature": fc.temperature}}
     d = cfg.data
-    job = DDPJob(model_factory="nas.export:load_model",
+    job = DDPJob(model_factory="nas.results.export:load_model",
                  model_kwargs={"path": str((work / "student.pt").resolve())},
                  out_dir=str(work / "train"), data=d.name,
                  data_kwargs={"root": d.root, "val_fraction": d.val_fraction, "seed": d.seed,
@@ -304,8 +304,8 @@ def _hwa(student: nn.Module, teacher: nn.Module | None, data: Any, cfg: Any,
     """HWA fine-tuning for an analog target (as the search scored it), kept in the weights."""
     import analog
     from hwnas.compress.distill import DistillConfig, Distiller, hwa_distill
-    from nas import glue
-    from nas.export_study import study_hw
+    from nas.results.export_study import study_hw
+    from nas.scoring import glue
 
     hw, epochs = study_hw(cfg), cfg.hw_eval.hwa_epochs
     if epochs <= 0 or analog.get_hw(hw).kind != "analog":
@@ -379,7 +379,7 @@ def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc:
                  final_root: Path, log: Any = print, teacher_acc: float | None = None
                  ) -> dict[str, Any]:
     """The whole recipe for one exported Pareto model; returns its summary row."""
-    from nas.export import arch_dirname, export_model, load_checkpoint, read_card
+    from nas.results.export import arch_dirname, export_model, load_checkpoint, read_card
 
     model, meta = load_checkpoint(path)
     name = arch_dirname(meta["arch"])

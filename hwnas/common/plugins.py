@@ -11,7 +11,7 @@ usual decorators when it is imported. It reaches hwnas in one of two ways:
 
 * a study file lists it: ``plugins: [my_package.spaces, path/to/file.py]``.
 
-Every process that validates a study imports them (``nas.config.validate_study``), so Optuna
+Every process that validates a study imports them (``nas.study.config.validate_study``), so Optuna
 workers and Ray trials see the same registries as the process that started the study.
 """
 

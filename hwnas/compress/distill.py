@@ -106,7 +106,7 @@ def freeze(model: nn.Module) -> nn.Module:
 def make_loss(*, teacher_factory: str, teacher_kwargs: dict | None = None, mode: str = "soft",
               alpha: float = 0.5, temperature: float = 4.0, device: str = "cpu") -> Distiller:
     """Factory for ``hwnas.train.ddp`` jobs: each rank builds its teacher through
-    ``teacher_factory`` (``"module:function"``, e.g. ``nas.export:load_model`` with
+    ``teacher_factory`` (``"module:function"``, e.g. ``nas.results.export:load_model`` with
     ``{"path": ...}``), so no rank unpickles a module."""
     from hwnas.train.ddp import call_factory
 

@@ -1,7 +1,7 @@
 """``FitConfig``: how to train one model, the one training configuration of hwnas.
 
 It lives apart from the loop (no torch import at module level) so that study files
-(``nas.config.TrainCfg``) take their fields and defaults from it without loading torch.
+(``nas.study.config.TrainCfg``) take their fields and defaults from it without loading torch.
 """
 
 from __future__ import annotations

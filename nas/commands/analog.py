@@ -161,7 +161,7 @@ def _space(name: str):  # noqa: ANN202
 def load_checkpoint_model(path: str | Path):  # noqa: ANN201
     """(model, meta) from any ``hwnas-checkpoint/1`` file (exported, pruned or finalized),
     read with ``weights_only=True`` and rebuilt through its search space."""
-    from nas.export import load_checkpoint
+    from nas.results.export import load_checkpoint
 
     return load_checkpoint(path)
 

@@ -29,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pareto", help="print a study's Pareto front and hypervolume")
     p.add_argument("study_dir", help="runs/<study>")
     p.add_argument("--robust", action="store_true",
-                   help="keep only members that the stored SEs tell apart (nas.pareto.unresolved)")
+                   help="keep only members that the stored SEs tell apart "
+                        "(nas.algorithms.pareto.unresolved)")
     p.set_defaults(func=_pareto)
     p = sub.add_parser("export", help="export every Pareto model (checkpoint, ONNX, card)")
     p.add_argument("study_dir", help="runs/<study>")
@@ -92,9 +93,9 @@ def _overrides(args: argparse.Namespace) -> dict:
 def _search(args: argparse.Namespace) -> int:
     import yaml
 
-    from nas import store
-    from nas.config import load_study
-    from nas.run import failure_summary, optuna_logs, run_search
+    from nas.search.run import failure_summary, optuna_logs, run_search
+    from nas.study import store
+    from nas.study.config import load_study
 
     cfg = load_study(args.study, _overrides(args))
     if args.check:
@@ -120,7 +121,8 @@ def _search(args: argparse.Namespace) -> int:
 
 def _print_front(study_dir: Path, *, robust: bool = False) -> None:
     from hwnas.common.errors import ConfigError
-    from nas import store, summary
+    from nas.results import summary
+    from nas.study import store
 
     cfg, study, _ = store.load_dir(study_dir)
     front = summary.front(cfg, study)
@@ -167,7 +169,7 @@ def _pareto(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from nas.export_study import export_study
+    from nas.results.export_study import export_study
 
     rows = export_study(args.study_dir, top=args.top, onnx=args.onnx)
     if not rows:
@@ -182,7 +184,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from nas.report import write_report
+    from nas.results.report import write_report
 
     print(f"report: {write_report(args.study_dir)}")
     return 0

@@ -148,7 +148,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
-    from nas.supernet_eval import refine_front
+    from nas.scoring.supernet import refine_front
 
     rows = refine_front(args.study_dir, top=args.top, epochs=args.epochs)
     return 0 if rows else 1

@@ -130,7 +130,7 @@ def _write_json(path: Path, summary: dict, device: str) -> None:
 
 def _save(path: Path, model, space: str, arch: str, data, cfg, summary: dict) -> None:  # noqa: ANN001
     from hwnas.common.provenance import provenance
-    from nas.export import save_checkpoint
+    from nas.results.export import save_checkpoint
 
     meta = {"name": data.name, "in_chans": data.in_chans, "num_classes": data.num_classes,
             "img_size": data.img_size}

@@ -99,8 +99,8 @@ def _study(**latency) -> dict:
 
 
 def test_a_study_times_the_form_its_hardware_model_implies():
-    from nas.config import validate_study
-    from nas.glue import latency_form
+    from nas.scoring.glue import latency_form
+    from nas.study.config import validate_study
 
     assert latency_form(validate_study(_study())) == "int8"
     digital = {**_study(), "objectives": [{"metric": "accuracy"}, {"metric": "latency"}]}
@@ -109,7 +109,7 @@ def test_a_study_times_the_form_its_hardware_model_implies():
 
 
 def test_a_study_asking_int8_latency_on_cuda_is_refused_before_any_trial():
-    from nas.config import validate_study
+    from nas.study.config import validate_study
 
     with pytest.raises(ConfigError, match="CPU only") as err:
         validate_study(_study(form="int8", device="cuda"))

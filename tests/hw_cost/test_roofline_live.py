@@ -14,8 +14,8 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from nas import store
 from nas.cli import main
+from nas.study import store
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import torch
 from hwnas.common.errors import ConfigError
 from hwnas.compress.prune import PruneConfig, prune
 from nas.cli import main
-from nas.export import load_checkpoint, save_checkpoint
+from nas.results.export import load_checkpoint, save_checkpoint
 from search_spaces import get_space
 
 ARCH = "rn:s16-d1r2c24-d1r1c32"

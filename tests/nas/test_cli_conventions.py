@@ -12,8 +12,8 @@ from study_files import TABLE, tabular_raw, write_study
 
 import hwnas
 from nas.cli import main
-from nas.run import result_of
-from nas.summary import front
+from nas.results.summary import front
+from nas.search.run import result_of
 
 
 def _check(path: Path, *extra: str) -> int:

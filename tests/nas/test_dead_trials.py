@@ -11,7 +11,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from nas import store
+from nas.study import store
 
 
 def _running(study: optuna.Study, proc: dict) -> int:

@@ -15,8 +15,8 @@ from hwnas.common.errors import ConfigError
 from hwnas.common.threads import torch_threads
 from nas.cli import main as cli
 from nas.commands.finalize import parse_count, parse_latency_ms
-from nas.export import arch_dirname, export_model, load_checkpoint, save_checkpoint
 from nas.finalize import FinalizeConfig, finalize
+from nas.results.export import arch_dirname, export_model, load_checkpoint, save_checkpoint
 
 ARCHS = ("rn:s16-d1r2c32-d1r1c64", "rn:s16-d1r1c16-d1r1c32")
 STUDY = {

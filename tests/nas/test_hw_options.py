@@ -10,9 +10,9 @@ import pytest
 from study_files import live_raw
 
 from hwnas.common.errors import ConfigError
-from nas import glue
-from nas.config import validate_study
-from nas.evaluate import Evaluator
+from nas.scoring import glue
+from nas.scoring.evaluate import Evaluator
+from nas.study.config import validate_study
 
 ARCH = "rn:s16-d1r1c16-d1r2c32"
 

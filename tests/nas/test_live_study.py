@@ -13,9 +13,9 @@ from optuna.trial import TrialState
 from study_files import live_raw, write_study
 
 from hwnas.common.errors import ConfigError
-from nas import store
 from nas.cli import main
-from nas.export import FORMAT, arch_dirname, load_checkpoint, save_checkpoint
+from nas.results.export import FORMAT, arch_dirname, load_checkpoint, save_checkpoint
+from nas.study import store
 
 pytestmark = pytest.mark.slow
 

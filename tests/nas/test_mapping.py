@@ -11,11 +11,11 @@ from study_files import live_raw, tabular_raw, write_study
 from torch import nn
 
 from hwnas.common.errors import ConfigError
-from nas import store
 from nas.cli import main
-from nas.config import validate_study
-from nas.evaluate import Evaluator
-from nas.mapping import MappingCfg, choose, digital_patterns, parse_mapping
+from nas.scoring.evaluate import Evaluator
+from nas.study import store
+from nas.study.config import validate_study
+from nas.study.mapping import MappingCfg, choose, digital_patterns, parse_mapping
 
 
 def _net() -> nn.Module:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hwnas.common.errors import ConfigError
-from nas.pareto import (
+from nas.algorithms.pareto import (
     hypervolume,
     hypervolume_history,
     non_dominated_sort,

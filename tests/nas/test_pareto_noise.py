@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from study_files import tabular_raw, write_study
 
+from nas.algorithms.pareto import pareto_mask, unresolved
 from nas.cli import main
-from nas.pareto import pareto_mask, unresolved
 
 DIRS = ["maximize", "minimize"]  # accuracy (noisy), latency (exact)
 

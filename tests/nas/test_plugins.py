@@ -15,8 +15,8 @@ import pytest
 from optuna.trial import TrialState
 from study_files import TABLE, tabular_raw, write_study
 
-from nas import store
 from nas.cli import main
+from nas.study import store
 
 PLUGIN = '''
 """A user's own space and hardware model, outside the hwnas package."""

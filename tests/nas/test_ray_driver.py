@@ -10,8 +10,8 @@ import pytest
 from optuna.trial import TrialState
 from study_files import live_raw, write_study
 
-from nas import store
 from nas.cli import main
+from nas.study import store
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +42,8 @@ def test_ray_backend_same_artifacts_and_resume(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scheme", ["path", "file-uri"])
 def test_ray_storage_takes_a_shared_path_or_uri(tmp_path: Path, scheme: str) -> None:
-    from nas.config import validate_study
-    from nas.drivers.ray_driver import _Root
+    from nas.search.ray_driver import _Root
+    from nas.study.config import validate_study
 
     shared = tmp_path / "shared"
     where = str(shared) if scheme == "path" else shared.as_uri()

@@ -9,8 +9,8 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from nas.mapping import parse_mapping
-from nas.ray_utils import AskTellSearcher, distributions
+from nas.search.ray_utils import AskTellSearcher, distributions
+from nas.study.mapping import parse_mapping
 from search_spaces import get_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -15,8 +15,8 @@ from optuna.trial import TrialState
 from pg_server import pg_server, unavailable
 from study_files import REPO, live_raw, tabular_raw, write_study
 
-from nas import store
 from nas.cli import main
+from nas.study import store
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,10 @@ import torch
 from optuna.trial import TrialState
 from study_files import live_raw, write_study
 
-from nas import store
 from nas.cli import main
-from nas.config import validate_study
-from nas.evaluate import Evaluator
+from nas.scoring.evaluate import Evaluator
+from nas.study import store
+from nas.study.config import validate_study
 
 ARCH = "rn:s16-d1r1c16-d1r2c32"
 # Precision target and AdaBS on, so every random stream of the recipe is exercised.

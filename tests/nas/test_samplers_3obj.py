@@ -20,10 +20,10 @@ def _raw(name: str, sampler: str) -> dict:
 
 @pytest.mark.parametrize("sampler", ["default", "nsga3"])
 def test_three_objective_study_runs_and_repeats(tmp_path: Path, sampler: str) -> None:
-    from nas import summary
-    from nas.config import validate_study
-    from nas.run import run_search
-    from nas.store import load_dir
+    from nas.results import summary
+    from nas.search.run import run_search
+    from nas.study.config import validate_study
+    from nas.study.store import load_dir
 
     archs = []
     for run in ("a", "b"):

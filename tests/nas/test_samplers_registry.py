@@ -8,8 +8,8 @@ import pytest
 from study_files import TABLE
 
 from hwnas.common.errors import ConfigError
-from nas.samplers import list_samplers, make_sampler
-from nas.tabular import TabularEvaluator
+from nas.algorithms.samplers import list_samplers, make_sampler
+from nas.scoring.tabular import TabularEvaluator
 from search_spaces import get_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -78,8 +78,8 @@ def test_hvc_weights_follow_brute_force_contributions() -> None:
     hypervolume lost without it, computed one by one)."""
     import numpy as np
 
-    from nas.hybrid import _hvc_weights
-    from nas.pareto import hypervolume, pareto_mask
+    from nas.algorithms.hybrid import _hvc_weights
+    from nas.algorithms.pareto import hypervolume, pareto_mask
 
     rng = np.random.default_rng(3)
     values = np.column_stack([rng.uniform(0.5, 0.9, 40), rng.uniform(1.0, 9.0, 40)])

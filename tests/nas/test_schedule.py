@@ -3,7 +3,7 @@ storage, resume after kill -9, bad schedule values.
 
 The multi-process tests run this file as a worker script (``python test_schedule.py worker
 ...``): a real Optuna study on a real SQLite file, NB201 table metrics degraded at low budgets,
-promotions decided by ``nas.schedule`` from the storage.
+promotions decided by ``nas.search.schedule`` from the storage.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _brute_order(values: np.ndarray, dirs: list[str]) -> list[int]:
 
 @pytest.mark.parametrize("m,seed", list(itertools.product([2, 3], range(6))))
 def test_promotion_order_matches_brute_force(m: int, seed: int) -> None:
-    from nas.promotion import promotion_order
+    from nas.algorithms.promotion import promotion_order
 
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 6, size=(25, m)).astype(float)  # coarse grid: ties and duplicates
@@ -72,7 +72,7 @@ def test_promotion_order_matches_brute_force(m: int, seed: int) -> None:
 
 
 def test_promoted_set_is_closed_under_domination() -> None:
-    from nas.promotion import promote
+    from nas.algorithms.promotion import promote
 
     rng = np.random.default_rng(1)
     values = rng.normal(size=(40, 2))
@@ -86,7 +86,7 @@ def test_promoted_set_is_closed_under_domination() -> None:
 
 
 def test_rung_budgets() -> None:
-    from nas.schedule import ScheduleCfg, rung_budgets
+    from nas.search.schedule import ScheduleCfg, rung_budgets
 
     assert rung_budgets(ScheduleCfg(**SCHED)) == [1, 3, 9]
     assert rung_budgets(ScheduleCfg(**{**SCHED, "min_budget": 2})) == [3, 9]  # top is exact
@@ -105,7 +105,7 @@ def test_bad_schedule_is_a_config_error(change: dict, where: str) -> None:
     from study_files import live_raw
 
     from hwnas.common.errors import ConfigError
-    from nas.config import validate_study
+    from nas.study.config import validate_study
 
     with pytest.raises(ConfigError) as err:
         validate_study(live_raw(schedule={**SCHED, **change}))
@@ -130,9 +130,9 @@ def _worker(url: str, index: int, n_trials: int, sleep: float) -> None:
     """One worker of a scheduled study: NB201 table metrics, accuracy worse at low budgets."""
     import pandas as pd
 
-    from nas import store
-    from nas.hybrid import HybridSampler
-    from nas.schedule import ScheduleCfg, SuccessiveHalving
+    from nas.algorithms.hybrid import HybridSampler
+    from nas.search.schedule import ScheduleCfg, SuccessiveHalving
+    from nas.study import store
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     table = pd.read_parquet(REPO / "bench" / "data" / "nb201_fmnist.parquet").set_index("arch")
@@ -178,7 +178,7 @@ def _load(url: str) -> optuna.Study:
 def _check_consistent(study: optuna.Study) -> dict[int, int]:
     """No promotion run twice, every promoted trial's parent finished one rung below with the
     same params, and every promotion due now is held (queued, running or done)."""
-    from nas.schedule import ScheduleCfg, SuccessiveHalving, pending
+    from nas.search.schedule import ScheduleCfg, SuccessiveHalving, pending
 
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state == TrialState.COMPLETE]
@@ -200,7 +200,7 @@ def _check_consistent(study: optuna.Study) -> dict[int, int]:
 
 
 def test_duplicate_promotion_runs_once(tmp_path: Path) -> None:
-    from nas.schedule import ScheduleCfg, SuccessiveHalving
+    from nas.search.schedule import ScheduleCfg, SuccessiveHalving
 
     url = f"sqlite:///{tmp_path / 'sh.db'}"
     study = optuna.create_study(study_name="sh", storage=url, directions=["maximize"] * 2)
@@ -263,10 +263,10 @@ if __name__ == "__main__" and sys.argv[1:2] == ["worker"]:
 def test_live_study_trains_each_rung_at_its_budget(tmp_path: Path) -> None:
     from study_files import live_raw
 
-    from nas import summary
-    from nas.config import validate_study
-    from nas.run import run_search
-    from nas.store import load_dir
+    from nas.results import summary
+    from nas.search.run import run_search
+    from nas.study.config import validate_study
+    from nas.study.store import load_dir
 
     raw = live_raw("sh_live", n_trials=5, train={"epochs": 1, "batch_size": 64, "lr": 0.05},
                    schedule={"type": "sh", "eta": 3, "min_budget": 100, "max_budget": 900,
@@ -292,7 +292,7 @@ def test_live_study_trains_each_rung_at_its_budget(tmp_path: Path) -> None:
 def _sh_cfg(target_se: float | None = 0.01, rung_se: str = "sqrt"):  # noqa: ANN202
     from study_files import live_raw
 
-    from nas.config import validate_study
+    from nas.study.config import validate_study
 
     return validate_study(live_raw(
         "rung_se", train={"epochs": 1, "batch_size": 64, "lr": 0.05},
@@ -302,7 +302,7 @@ def _sh_cfg(target_se: float | None = 0.01, rung_se: str = "sqrt"):  # noqa: ANN
 
 
 def test_rung_precision_relaxes_with_the_square_root_of_the_budget() -> None:
-    from nas.schedule import RUNG_SE_CAP, RungPrecision, rung_precision
+    from nas.search.schedule import RUNG_SE_CAP, RungPrecision, rung_precision
 
     cfg = _sh_cfg(0.01)  # hw_eval: repeats 2, max_repeats 10
     top = RungPrecision(0.01, 10)
@@ -317,8 +317,8 @@ def test_rung_precision_relaxes_with_the_square_root_of_the_budget() -> None:
 
 
 def test_each_rung_is_scored_to_its_target(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nas import glue
-    from nas.evaluate import Evaluator
+    from nas.scoring import glue
+    from nas.scoring.evaluate import Evaluator
 
     seen: list = []
     real = glue.hw_accuracy

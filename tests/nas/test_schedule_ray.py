@@ -12,8 +12,8 @@ pytest.importorskip("ray.tune")
 
 from ray.tune.search import Searcher  # noqa: E402
 
-from nas.schedule import ScheduleCfg, SuccessiveHalving, pending  # noqa: E402
-from nas.schedule_ray import PromotingSearcher  # noqa: E402
+from nas.search.schedule import ScheduleCfg, SuccessiveHalving, pending  # noqa: E402
+from nas.search.schedule_ray import PromotingSearcher  # noqa: E402
 
 METRICS = ["objective__acc", "objective__lat"]
 

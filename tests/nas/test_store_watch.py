@@ -7,7 +7,7 @@ from pathlib import Path
 
 import optuna
 
-from nas import store
+from nas.study import store
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

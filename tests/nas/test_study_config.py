@@ -8,8 +8,8 @@ import pytest
 from study_files import REPO, tabular_raw, write_study
 
 from hwnas.common.errors import ConfigError
-from nas.config import STUDIES_DIR, load_study, validate_study
-from nas.objectives import METRICS
+from nas.study.config import STUDIES_DIR, load_study, validate_study
+from nas.study.objectives import METRICS
 
 STUDIES = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
 
@@ -117,7 +117,7 @@ def test_bad_yaml(tmp_path: Path) -> None:
 
 
 def test_hwa_settings_and_the_earlier_field_name() -> None:
-    from nas.config import AUTO_HWA_EPOCHS, HwEvalCfg
+    from nas.study.config import AUTO_HWA_EPOCHS, HwEvalCfg
 
     assert HwEvalCfg().hwa_epochs == 0.0
     assert HwEvalCfg(hwa="auto").hwa_epochs == AUTO_HWA_EPOCHS
@@ -128,8 +128,8 @@ def test_hwa_settings_and_the_earlier_field_name() -> None:
 def test_adabs_larger_than_the_training_split_is_refused(tmp_path: Path) -> None:
     from study_files import live_raw
 
-    from nas.config import validate_study
-    from nas.evaluate import Evaluator
+    from nas.scoring.evaluate import Evaluator
+    from nas.study.config import validate_study
 
     raw = live_raw("ada", data={"name": "digits", "train_limit": 100},
                    hw_eval={"adabs": 500, "target_se": None})

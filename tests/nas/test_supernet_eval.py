@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from hwnas.common.errors import ConfigError
-from nas import supernet_eval
-from nas.config import load_study, validate_study
-from nas.evaluate import Evaluator
+from nas.scoring import supernet as supernet_eval
+from nas.scoring.evaluate import Evaluator
+from nas.study.config import load_study, validate_study
 from search_spaces.supernet.train import SupernetTrainConfig, train_supernet
 
 TINY = {"steps": 2, "batch_size": 4, "k": 0, "warmup_steps": 0}
@@ -121,8 +121,8 @@ def test_a_supernet_study_cannot_vary_proxy_training_budgets(checkpoint, resourc
 def test_a_supernet_study_runs_successive_halving_on_finetune_steps(checkpoint, tmp_path):
     from optuna.trial import TrialState
 
-    from nas.run import run_search
-    from nas.store import load_dir
+    from nas.search.run import run_search
+    from nas.study.store import load_dir
 
     raw = {**_study(checkpoint=str(checkpoint)), "n_trials": 5, "schedule": STEPS}
     _, study, _ = load_dir(run_search(validate_study(raw), out_root=tmp_path, progress=False))

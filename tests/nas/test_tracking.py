@@ -10,7 +10,7 @@ import pytest
 from study_files import tabular_raw, write_study
 
 import hwnas
-from nas.tracking import mlflow_uri
+from nas.search.tracking import mlflow_uri
 
 mlflow = pytest.importorskip("mlflow")
 

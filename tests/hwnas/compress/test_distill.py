@@ -77,7 +77,7 @@ def test_distilled_vit_head(digits) -> None:
 
 
 def test_make_loss_builds_the_teacher_through_its_factory(tmp_path, digits) -> None:
-    from nas.export import save_checkpoint
+    from nas.results.export import save_checkpoint
     from search_spaces import get_space
 
     arch = "rn:s16-d1r1c16"
@@ -86,7 +86,7 @@ def test_make_loss_builds_the_teacher_through_its_factory(tmp_path, digits) -> N
     save_checkpoint(tmp_path / "teacher.pt", space="resnet", arch=arch,
                     state_dict=teacher.state_dict(),
                     data={"name": "digits", "in_chans": 1, "num_classes": 10, "img_size": 8})
-    loss_fn = make_loss(teacher_factory="nas.export:load_model",
+    loss_fn = make_loss(teacher_factory="nas.results.export:load_model",
                         teacher_kwargs={"path": str(tmp_path / "teacher.pt")}, alpha=0.0,
                         temperature=1.0)
     x, y = digits.x_train[:8], digits.y_train[:8]

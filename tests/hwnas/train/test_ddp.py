@@ -81,7 +81,7 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
 
 def test_job_round_trips_through_json(tmp_path: Path, model_file: str) -> None:
     job = _job(model_file, tmp_path / "o", loss_factory="hwnas.compress.distill:make_loss",
-               loss_kwargs={"teacher_factory": "nas.export:load_model",
+               loss_kwargs={"teacher_factory": "nas.results.export:load_model",
                             "teacher_kwargs": {"path": "t.pt"}, "alpha": 0.3})
     assert DDPJob.load(job.save(tmp_path / "job.json")) == job
 

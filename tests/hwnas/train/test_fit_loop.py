@@ -260,7 +260,7 @@ def test_study_train_config_is_fit_config() -> None:
     from dataclasses import fields
 
     from hwnas.train.loop import FitConfig
-    from nas.config import TrainCfg
+    from nas.study.config import TrainCfg
 
     fit = {f.name: f.default for f in fields(FitConfig) if f.name != "seed"}
     # threads is the study's own: how many CPU threads a trial runs on, not a training setting;

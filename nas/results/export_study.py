@@ -8,10 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nas import store, summary
-from nas.cards import trial_card, write_card
-from nas.config import StudyConfig
-from nas.export import arch_dirname, export_model
+from nas.results import summary
+from nas.results.cards import trial_card, write_card
+from nas.results.export import arch_dirname, export_model
+from nas.study import store
+from nas.study.config import StudyConfig
 
 
 def study_hw(cfg: StudyConfig) -> str:

@@ -24,7 +24,7 @@ from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta, upl
 from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.errors import ConfigError
-from nas.config import StudyConfig, save_config, validate_study
+from nas.study.config import StudyConfig, save_config, validate_study
 
 WEIGHTS = "weights.pt"
 
@@ -339,8 +339,8 @@ def fail_dead_trials(study: optuna.Study, log: Any = print, *,
             study.tell(t.number, state=TrialState.FAIL)
         except (ValueError, RuntimeError):  # another worker got there first
             continue
-        # A promotion is queued again by its schedule (``nas.schedule``: a FAIL trial holds no
-        # promotion key), so it is not queued here; a trial that sampled nothing yet is.
+        # A promotion is queued again by its schedule (``nas.search.schedule``: a FAIL trial holds
+        # no promotion key), so it is not queued here; a trial that sampled nothing yet is.
         if "promotion" not in t.user_attrs:
             study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
         dead.append(t.number)

@@ -19,9 +19,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from hwnas.common.provenance import provenance
-from nas import store, summary
-from nas.config import StudyConfig
-from nas.plots import hv_figure, pairs_figure, pareto_figure
+from nas.results import summary
+from nas.results.plots import hv_figure, pairs_figure, pareto_figure
+from nas.study import store
+from nas.study.config import StudyConfig
 
 
 def _png(fig: Figure, path: Path) -> str:
@@ -44,7 +45,7 @@ _ENERGY = (("analog_energy_uj", "energy analog uJ (estimate)"),
 def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.DataFrame:
     rows = []
     for t in front.trials:
-        from nas.export import arch_dirname
+        from nas.results.export import arch_dirname
 
         folder = study_dir / "pareto" / arch_dirname(t.user_attrs["arch"])
         row = {"trial": t.number, "arch": t.user_attrs.get("arch")}

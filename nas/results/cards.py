@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from optuna.trial import FrozenTrial
 
-from nas.config import StudyConfig
-from nas.objectives import METRICS
+from nas.study.config import StudyConfig
+from nas.study.objectives import METRICS
 
 _ACC = re.compile(r"^acc_(?P<hw>[A-Za-z0-9_]+?)(?:@(?P<time>[0-9a-z.]+))?$")
 _UNITS = {m.column: m.unit for m in (METRICS.get(n) for n in METRICS.list())}

@@ -30,10 +30,10 @@ from ray import tune
 from ray.tune.search import Searcher
 
 from hwnas.common.errors import ConfigError
-from nas import store
-from nas.config import StudyConfig
-from nas.mapping import MappingCfg, sample_candidate
-from nas.schedule_ray import KEYS as SCHEDULE_KEYS
+from nas.search.schedule_ray import KEYS as SCHEDULE_KEYS
+from nas.study import store
+from nas.study.config import StudyConfig
+from nas.study.mapping import MappingCfg, sample_candidate
 
 _C, _O = "constraint__", "objective__"
 
@@ -197,7 +197,7 @@ class CopyToStudy(tune.Callback):
         return {**self.__dict__, "_study": None, "_on_copy": None}
 
     def _copy(self, trial: Any, errored: bool) -> None:
-        from nas.config import validate_study
+        from nas.study.config import validate_study
 
         cfg = validate_study(self.cfg_raw)
         if self._study is None:

@@ -37,7 +37,7 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.errors import ConfigError
-from nas.pareto import pareto_mask, to_loss
+from nas.algorithms.pareto import pareto_mask, to_loss
 
 PARENT_RULES = ("hvc", "uniform")
 

@@ -20,8 +20,8 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from hwnas.common.errors import HwnasError
-from nas import store
-from nas.config import StudyConfig, load_study, set_dotted, validate_study
+from nas.study import store
+from nas.study.config import StudyConfig, load_study, set_dotted, validate_study
 
 
 class StudyFailed(HwnasError):
@@ -82,15 +82,15 @@ def run_search(cfg: StudyConfig, *, out_root: str | Path = "runs", progress: boo
     """Run or resume ``cfg`` with its backend; returns ``runs/<study>``."""
     study_dir = store.prepare_dir(cfg, out_root)
     if cfg.backend == "ray":
-        from nas.drivers.ray_driver import run as run_ray
+        from nas.search.ray_driver import run as run_ray
 
         run_ray(cfg, study_dir, progress=progress)
     else:
-        from nas.drivers.optuna_driver import run as run_optuna
+        from nas.search.optuna_driver import run as run_optuna
 
         run_optuna(cfg, study_dir, workers=cfg.workers, progress=progress)
     if cfg.tracking.mlflow_uri or cfg.tracking.tensorboard:
-        from nas.tracking import log_study
+        from nas.search.tracking import log_study
 
         log_study(cfg, store.load_dir(study_dir)[1], study_dir)
     return study_dir
@@ -126,7 +126,7 @@ def to_config(config_or_path: StudyConfig | Mapping[str, Any] | str | Path,
 
 
 def front_frame(front: Any) -> pd.DataFrame:
-    """The feasible Pareto front (``nas.summary.Front``), one row per model."""
+    """The feasible Pareto front (``nas.results.summary.Front``), one row per model."""
     rows = [{"trial": t.number, "arch": t.user_attrs.get("arch"),
              **dict(zip(front.keys, t.values, strict=True))} for t in front.trials]
     return pd.DataFrame(rows, columns=["trial", "arch", *front.keys])
@@ -134,7 +134,7 @@ def front_frame(front: Any) -> pd.DataFrame:
 
 def result_of(study_dir: str | Path) -> RunResult:
     """The ``RunResult`` of a study folder that already ran (``runs/<study>``)."""
-    from nas import summary
+    from nas.results import summary
 
     cfg, study, study_dir = store.load_dir(study_dir)
     front = summary.front(cfg, study)
@@ -162,11 +162,11 @@ def run(config_or_path: StudyConfig | Mapping[str, Any] | str | Path, *, out: st
     if why:
         raise StudyFailed(f"study {cfg.name}: {why}\nstorage: {study_dir}")
     if export:
-        from nas.export_study import export_study
+        from nas.results.export_study import export_study
 
         export_study(study_dir, log=lambda _: None)
     if report:
-        from nas.report import write_report
+        from nas.results.report import write_report
 
         write_report(study_dir)
     return result_of(study_dir) if export or report else result

@@ -13,10 +13,10 @@ a tabular study can vary none.
 **Asynchronous successive halving** (ASHA, Li et al., MLSys 2020): a new candidate starts at rung
 0 (with ``type: hyperband``, candidate ``n`` starts at rung ``n mod n_rungs``: one bracket per
 starting rung, taken in turn). After every finished trial, each rung's finished, feasible
-candidates (per bracket) are ranked by ``nas.promotion`` (non-dominated rank, then crowding
-distance, then trial number) and its top ``floor(n / eta)`` are promoted, each as a queued trial
-(``study.enqueue_trial``) with the same parameters and the user attributes ``rung``, ``bracket``,
-``parent`` and ``promotion`` = ``"<arch>@<rung>"``.
+candidates (per bracket) are ranked by ``nas.algorithms.promotion`` (non-dominated rank, then
+crowding distance, then trial number) and its top ``floor(n / eta)`` are promoted, each as a
+queued trial (``study.enqueue_trial``) with the same parameters and the user attributes ``rung``,
+``bracket``, ``parent`` and ``promotion`` = ``"<arch>@<rung>"``.
 
 **Many workers, one storage.** Every rung result is a COMPLETE trial of its own, so the storage
 keeps all of them, with their ``rung`` and ``budget``. Promotions are decided from the storage
@@ -25,10 +25,12 @@ only, never from a worker's memory. Claims: Optuna hands a queued trial to exact
 promotion at the same moment; a promotion trial therefore runs only when it is the lowest-numbered
 WAITING, RUNNING or COMPLETE trial of its ``promotion`` key, and any other is ended PRUNED
 (``duplicate_of``) before it evaluates anything. A killed worker's promotion turns stale, is failed
-and retried by the heartbeat (``nas.store``) with its attributes, or is queued again by the next
-promotion pass; a FAIL or PRUNED trial never holds a key. Hence no promotion is lost or run twice.
+and retried by the heartbeat (``nas.study.store``) with its attributes, or is queued again by the
+next promotion pass; a FAIL or PRUNED trial never holds a key. Hence no promotion is lost or run
+twice.
 
-**The front** (``nas.summary``) keeps, per arch, only its trials at the highest rung it reached.
+**The front** (``nas.results.summary``) keeps, per arch, only its trials at the highest rung it
+reached.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ConfigDict
 
 from hwnas.common.errors import ConfigError, Problem
-from nas.promotion import promote
+from nas.algorithms.promotion import promote
 
 LIVE = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
 
@@ -97,7 +99,7 @@ def rung_precision(cfg: Any, budget: float | None) -> RungPrecision:
     return RungPrecision(target, min(repeats, he.max_repeats))
 
 
-def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.config.StudyConfig
+def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.StudyConfig
     """Every broken schedule rule of a validated study config (empty when none)."""
     s: ScheduleCfg = cfg.schedule
     if s.type == "none":
@@ -123,7 +125,7 @@ def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.config.StudyConfig
 
 
 def evaluator_fidelities(cfg: Any) -> tuple[str, ...]:
-    from nas.evaluate import Evaluator
+    from nas.scoring.evaluate import Evaluator
 
     return Evaluator.fidelities(cfg)
 
@@ -160,7 +162,8 @@ def pending(records: Sequence[Record], directions: Sequence[str], eta: float,
     """Promotions due now: (finished record, rung it goes to), highest rung first.
 
     Per (bracket, rung) below ``top``: the first finished feasible record of each arch, ranked
-    by ``nas.promotion``; its best ``floor(n / eta)`` go up unless their key is already held.
+    by ``nas.algorithms.promotion``; its best ``floor(n / eta)`` go up unless their key is already
+    held.
     """
     held = {r.promotion for r in records if r.promotion}
     groups: dict[tuple[int, int], dict[str, Record]] = {}
@@ -265,7 +268,7 @@ def budgeted(cfg: Any, data: Any, budget: float | None) -> tuple[Any, Any]:
     training images; ``None`` is the study's full budget."""
     import dataclasses
 
-    from nas import glue
+    from nas.scoring import glue
 
     if budget is None or cfg.schedule.resource == "steps":  # steps: a supernet's fine-tuning
         return data, glue.fit_config(cfg)

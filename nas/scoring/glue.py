@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from hwnas.common.seeds import stream_seed
-from nas.config import StudyConfig
+from nas.study.config import StudyConfig
 
 # Cost fields that are text, not metrics: kept in the trial's info, not as numbers.
 _INFO_KEYS = ("device", "dtype", "form", "bound", "ceiling", "memory_level", "fingerprint_hash",
@@ -108,8 +108,8 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
     Every draw comes from the study seed's streams (``hwnas.common.seeds``): HWA fine-tuning
     from ``hwa``, AdaBS images from ``adabs``, programming and periphery noise inside
     ``analog.evaluate``. The same (config, arch, seed) gives the same numbers. ``digital``:
-    layers an analog model keeps digital (``nas.mapping``). ``precision``: the rung's target SE
-    and programmings cap (``nas.schedule.rung_precision``); None: ``hw_eval``'s.
+    layers an analog model keeps digital (``nas.study.mapping``). ``precision``: the rung's target
+    SE and programmings cap (``nas.search.schedule.rung_precision``); None: ``hw_eval``'s.
     """
     import time
 

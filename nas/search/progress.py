@@ -11,8 +11,8 @@ import optuna
 from optuna.trial import TrialState
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from nas.pareto import pareto_mask
-from nas.store import feasible
+from nas.algorithms.pareto import pareto_mask
+from nas.study.store import feasible
 
 
 def front_size(study: optuna.Study) -> int:

@@ -1,9 +1,9 @@
 """Successive halving in the Ray Tune driver: a ``Searcher`` that queues promotions first.
 
 Ray Tune's own schedulers (ASHA, Hyperband) stop trials by one metric. Here a candidate's rung
-evaluation is a Ray trial of its own, like an Optuna trial in ``nas.schedule``: the
+evaluation is a Ray trial of its own, like an Optuna trial in ``nas.search.schedule``: the
 ``PromotingSearcher`` wraps the study's searcher, and on every ``suggest`` it first hands out a
-promotion that ``nas.schedule.pending`` says is due (the same rule, fed with the finished Ray
+promotion that ``nas.search.schedule.pending`` says is due (the same rule, fed with the finished Ray
 trials), otherwise the wrapped searcher's next candidate at its starting rung. Promotions are
 never passed to the wrapped searcher, which sees only the candidates it proposed. One Tune driver
 process calls the searcher, so the claims need no lock; the searcher's state (every record) is
@@ -21,7 +21,7 @@ from typing import Any
 
 from ray.tune.search import Searcher
 
-from nas.schedule import Record, SuccessiveHalving, pending, promotion_key
+from nas.search.schedule import Record, SuccessiveHalving, pending, promotion_key
 
 KEYS = ("rung", "bracket", "parent", "promotion")  # schedule fields in a Ray trial's config
 

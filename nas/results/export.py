@@ -109,7 +109,8 @@ def _read(path: Path) -> dict[str, Any]:
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         found = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
         raise ConfigError.one("checkpoint", f"format must be {FORMAT}", found,
-                              "export it with `hwnas export` (or nas.export.save_checkpoint)")
+                              "export it with `hwnas export` "
+                              "(or nas.results.export.save_checkpoint)")
     return ckpt
 
 
@@ -133,7 +134,7 @@ def load_checkpoint(path: str | Path) -> tuple[nn.Module, dict[str, Any]]:
 
 def load_model(*, path: str, device: str = "cpu") -> nn.Module:
     """The model of a checkpoint, in train mode on ``device``: the ``model_factory`` of
-    ``hwnas.train.ddp`` jobs (``"nas.export:load_model"``)."""
+    ``hwnas.train.ddp`` jobs (``"nas.results.export:load_model"``)."""
     return load_checkpoint(path)[0].to(device).train()
 
 
@@ -176,7 +177,7 @@ def export_model(model: nn.Module, out_dir: str | Path, *, space: str, arch: str
                  config: dict[str, Any], card: dict[str, Any], onnx: bool = True,
                  tolerance: float = 1e-4, module: nn.Module | None = None) -> dict[str, Any]:
     """One model folder: ``model.pt``, ``model.onnx`` (checked), ``card.json``, ``card.md``."""
-    from nas.cards import write_card
+    from nas.results.cards import write_card
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -23,11 +23,12 @@ import optuna
 import torch
 from optuna.trial import TrialState
 
-from nas import schedule, store
-from nas.config import StudyConfig, validate_study
-from nas.progress import StudyProgress
-from nas.ray_utils import AskTellSearcher, CopyToStudy, connect, warm_study
-from nas.samplers import make_sampler
+from nas.algorithms.samplers import make_sampler
+from nas.search import schedule
+from nas.search.progress import StudyProgress
+from nas.search.ray_utils import AskTellSearcher, CopyToStudy, connect, warm_study
+from nas.study import store
+from nas.study.config import StudyConfig, validate_study
 
 _DONE = ".hwnas_done"
 _EVALUATORS: dict[str, Any] = {}
@@ -38,7 +39,7 @@ def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) 
     import ray
     from ray import tune
 
-    from nas.evaluate import Evaluator
+    from nas.scoring.evaluate import Evaluator
 
     cfg = validate_study(cfg_raw)
     if ray.get_gpu_ids() and cfg.train.device == "cpu":  # a GPU share was granted: train on it
@@ -172,7 +173,7 @@ def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int) -> Any
         mapping=cfg.hw_eval.mapping_cfg)
     sh = schedule.make(cfg)
     if sh is not None:  # promotions first, then the searcher's new candidates
-        from nas.schedule_ray import PromotingSearcher
+        from nas.search.schedule_ray import PromotingSearcher
 
         searcher = PromotingSearcher(searcher, sh, [f"objective__{o.key}" for o in objs])
     return tune.TuneConfig(search_alg=searcher, num_samples=num_samples,

@@ -1,7 +1,7 @@
 """Which candidates of a rung go up: non-dominated sorting, ties broken by crowding distance.
 
-The promotion rule of multi-objective successive halving (``nas.schedule``), as a pure function
-of the objective values of a rung's finished candidates:
+The promotion rule of multi-objective successive halving (``nas.search.schedule``), as a pure
+function of the objective values of a rung's finished candidates:
 
 1. **Non-dominated rank** first: the Pareto front of the rung is rank 0, the front of the rest
    rank 1, and so on. A candidate is never promoted before one that dominates it.
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nas.pareto import non_dominated_sort, to_loss
+from nas.algorithms.pareto import non_dominated_sort, to_loss
 
 
 def crowding_distance(loss: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.common.errors import ConfigError
-from nas.config import StudyConfig
+from nas.study.config import StudyConfig
 
 _NETS: dict[tuple[str, str], Any] = {}  # (checkpoint, space) -> (Supernet, metadata)
 
@@ -98,10 +98,12 @@ def refine_front(study_dir: str | Path, *, top: int | None = None,
     """Fine-tune the top front members standalone from their inherited weights, re-score them
     like a trial, and export them to ``<study>/refined/<arch>/``; returns before/after rows."""
     from hwnas.train.loop import evaluate, fit
-    from nas import glue, store, summary
-    from nas.evaluate import Evaluator
-    from nas.export import arch_dirname, export_model
-    from nas.export_study import study_hw
+    from nas.results import summary
+    from nas.results.export import arch_dirname, export_model
+    from nas.results.export_study import study_hw
+    from nas.scoring import glue
+    from nas.scoring.evaluate import Evaluator
+    from nas.study import store
 
     cfg, study, study_dir = store.load_dir(study_dir)
     ev = Evaluator(cfg)

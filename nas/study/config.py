@@ -26,12 +26,12 @@ from pydantic import (
 from hwnas.common.errors import ConfigError
 from hwnas.common.plugins import is_path, load_entry_points, load_plugins
 from hwnas.train.fit_config import FitConfig
-from nas.config_checks import hw_options_problems, pydantic_problems, registry_problems
-from nas.mapping import MappingCfg, mapping_problems, parse_mapping
-from nas.objectives import METRICS, Budget, Objective, time_label
-from nas.schedule import ScheduleCfg, schedule_problems
+from nas.search.schedule import ScheduleCfg, schedule_problems
+from nas.study.checks import hw_options_problems, pydantic_problems, registry_problems
+from nas.study.mapping import MappingCfg, mapping_problems, parse_mapping
+from nas.study.objectives import METRICS, Budget, Objective, time_label
 
-STUDIES_DIR = Path(__file__).resolve().parents[1] / "studies"
+STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
 AUTO_HWA_EPOCHS = 0.5  # `hw_eval.hwa: auto`: a short fine-tune, as AnalogNAS scores candidates
 _FIT = {f.name: f.default for f in fields(FitConfig)}  # TrainCfg's defaults: one source
 
@@ -126,7 +126,7 @@ class HwEvalCfg(_Cfg):
     fast: bool = True
     mapping: dict[str, Any] = Field(
         default_factory=dict, description="layer-wise analog/digital mapping, fixed or searched "
-        "(nas.mapping): e.g. {search: [first_k_digital, last_k_digital], max_k: 2}")
+        "(nas.study.mapping): e.g. {search: [first_k_digital, last_k_digital], max_k: 2}")
     options: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="fixed parameters per analog hardware model, e.g. "
         "{pcm: {adc_bits: 8, tile_size: 256}} (analog.aimc.AnalogOptions): the accuracy model "

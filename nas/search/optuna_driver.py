@@ -24,12 +24,13 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from nas import schedule, store
-from nas.config import StudyConfig, validate_study
-from nas.evaluate import Evaluator, Outcome
-from nas.mapping import sample_candidate
-from nas.progress import StudyProgress
-from nas.samplers import make_sampler
+from nas.algorithms.samplers import make_sampler
+from nas.scoring.evaluate import Evaluator, Outcome
+from nas.search import schedule
+from nas.search.progress import StudyProgress
+from nas.study import store
+from nas.study.config import StudyConfig, validate_study
+from nas.study.mapping import sample_candidate
 
 
 def run(cfg: StudyConfig, study_dir: Path, *, workers: int = 1, progress: bool = True

@@ -27,12 +27,13 @@ from analog.precision import sampling_se
 from hwnas.common.errors import ConfigError, HwnasError
 from hwnas.common.seeds import TrialSeeds
 from hwnas.common.threads import torch_threads
-from nas import glue, schedule
-from nas.config import StudyConfig
-from nas.config_checks import resolve_path
-from nas.mapping import describe, digital_patterns, fixed_choice
-from nas.objectives import Budget, Objective
-from nas.tabular import TabularEvaluator
+from nas.scoring import glue
+from nas.scoring.tabular import TabularEvaluator
+from nas.search import schedule
+from nas.study.checks import resolve_path
+from nas.study.config import StudyConfig
+from nas.study.mapping import describe, digital_patterns, fixed_choice
+from nas.study.objectives import Budget, Objective
 
 
 class TrialFailed(HwnasError):
@@ -55,7 +56,7 @@ class Outcome:
 class Evaluator:
     """Scores arch strings for one study; loads the data set once per process."""
 
-    FIDELITIES = ("epochs", "images")  # what evaluate(budget=...) can vary (nas.schedule)
+    FIDELITIES = ("epochs", "images")  # what evaluate(budget=...) can vary (nas.search.schedule)
     SUPERNET_FIDELITIES = ("steps",)  # fine-tuning steps from the inherited weights
 
     @classmethod
@@ -122,7 +123,7 @@ class Evaluator:
                  budget: float | None = None, mapping: dict[str, int] | None = None) -> Outcome:
         """``budget`` (successive halving) overrides the proxy training's
         ``cfg.schedule.resource``: epochs, or training images. ``mapping``: the trial's
-        layer-wise mapping (``nas.mapping.choose``; required when the study searches it)."""
+        layer-wise mapping (``nas.study.mapping.choose``; required when the study searches it)."""
         self.space.validate(arch)
         out = Outcome(arch, {})
         t0 = time.perf_counter()
@@ -194,7 +195,7 @@ class Evaluator:
         info["seeds"] = TrialSeeds(self.cfg.seed).as_dict()
         with torch_threads(self.cfg.train.threads):
             if self.cfg.evaluator == "supernet":  # inherited weights instead of proxy training
-                from nas.supernet_eval import inherited_model
+                from nas.scoring.supernet import inherited_model
 
                 model = inherited_model(self.cfg, data, arch, metrics, info)
                 steps = self.cfg.supernet.finetune_steps if budget is None else int(budget)

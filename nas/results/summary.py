@@ -8,17 +8,17 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from nas.config import StudyConfig
-from nas.pareto import (
+from nas.algorithms.pareto import (
     explicit_reference,
     hypervolume,
     hypervolume_history,
     pareto_mask,
     unresolved,
 )
-from nas.pareto import reference_point as _reference_point
-from nas.schedule import highest_rung
-from nas.store import feasible
+from nas.algorithms.pareto import reference_point as _reference_point
+from nas.search.schedule import highest_rung
+from nas.study.config import StudyConfig
+from nas.study.store import feasible
 
 
 @dataclass
@@ -34,7 +34,8 @@ class Front:
     n_feasible: int
     resolved: list[bool] | None = None
     """Per front member: no other trial is, within the stored SEs, at least as good
-    (``nas.pareto.unresolved``); None when the study stored no SEs for a noisy objective."""
+    (``nas.algorithms.pareto.unresolved``); None when the study stored no SEs for a noisy
+    objective."""
     missing_se: list[str] | None = None
     """Noisy objectives whose SEs were not stored (why ``resolved`` is None)."""
 

@@ -74,7 +74,7 @@ def parse_mapping(raw: dict[str, Any] | None) -> MappingCfg:
 
 
 def mapping_problems(study: Any) -> list[Problem]:
-    """Study-level rules of ``hw_eval.mapping`` (``study``: a ``nas.config.StudyConfig``)."""
+    """Study-level rules of ``hw_eval.mapping`` (``study``: a ``nas.study.config.StudyConfig``)."""
     cfg, problems = study.hw_eval.mapping_cfg, []
     if cfg.active and study.tabular:
         problems.append(Problem("hw_eval.mapping", "needs trained candidates: a tabular study "

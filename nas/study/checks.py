@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from hwnas.common.errors import ConfigError, Problem
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # -- pydantic ---------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def _str(v: Any) -> bool:
 
 
 def _metric_problems(where: str, item: Any) -> list[Problem]:
-    from nas.objectives import METRICS
+    from nas.study.objectives import METRICS
 
     if not isinstance(item, dict) or not _str(item.get("metric")):
         return []
@@ -204,7 +204,7 @@ def _objective_problems(raw: dict) -> list[Problem]:
 
 
 def _objective_key(item: Any) -> str | None:
-    from nas.objectives import METRICS, time_label
+    from nas.study.objectives import METRICS, time_label
 
     try:
         m = METRICS.get(item["metric"])
@@ -215,7 +215,7 @@ def _objective_key(item: Any) -> str | None:
 
 
 def _fraction_keys(raw: dict) -> list[str]:
-    from nas.objectives import METRICS
+    from nas.study.objectives import METRICS
 
     items = [i for i in raw.get("objectives") or [] if isinstance(i, dict)]
     return [k for i, k in zip(items, map(_objective_key, items), strict=True)
@@ -230,7 +230,7 @@ def _tabular_problems(raw: dict) -> list[Problem]:
     tab = raw.get("tabular")
     if not isinstance(tab, dict) or not _str(tab.get("path")):
         return []
-    from nas.tabular import TabularEvaluator
+    from nas.scoring.tabular import TabularEvaluator
 
     try:
         table = TabularEvaluator(resolve_path(tab["path"]), key=tab.get("key", "arch"),
@@ -251,7 +251,7 @@ def _tabular_problems(raw: dict) -> list[Problem]:
 
 
 def _named_problems(raw: dict) -> list[Problem]:
-    from nas.samplers import SAMPLERS, option_problems
+    from nas.algorithms.samplers import SAMPLERS, option_problems
 
     out = []
     space = raw.get("space")
@@ -270,7 +270,7 @@ def _named_problems(raw: dict) -> list[Problem]:
             out.append(Problem("sampler.name", f"must be one of {SAMPLERS.list()}",
                                sampler["name"], "use a registered sampler"))
         elif bad := option_problems(sampler["name"], sampler.get("options") or {}):
-            from nas.samplers import option_names
+            from nas.algorithms.samplers import option_names
 
             out.append(Problem("sampler.options", "option names must be known", bad,
                                f"use some of {option_names(sampler['name'])}"))
@@ -302,7 +302,7 @@ def _run_problems(raw: dict) -> list[Problem]:
                                device, "use device: cpu here, or run on a GPU machine"))
     tracking = raw.get("tracking")
     if isinstance(tracking, dict):
-        from nas.tracking import missing_packages
+        from nas.search.tracking import missing_packages
 
         out += missing_packages(tracking)
     return out + _timing_problems(raw.get("latency"))
@@ -311,7 +311,7 @@ def _run_problems(raw: dict) -> list[Problem]:
 def _timing_problems(node: Any) -> list[Problem]:
     if not isinstance(node, dict):
         return []
-    from nas.config import LatencyCfg  # here: nas.config imports this module
+    from nas.study.config import LatencyCfg  # here: nas.study.config imports this module
 
     fields = LatencyCfg.model_fields
     lo = node.get("min_seconds", fields["min_seconds"].default)

@@ -18,7 +18,7 @@ from optuna.samplers import BaseSampler
 
 from hwnas.common.errors import ConfigError
 from hwnas.common.registry import Registry
-from nas.hybrid import HybridSampler
+from nas.algorithms.hybrid import HybridSampler
 
 SamplerFactory = Callable[..., BaseSampler]
 SAMPLERS: Registry[tuple[type[BaseSampler], dict[str, Any]]] = Registry("sampler")

@@ -11,10 +11,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from optuna.trial import TrialState
 
-from nas.config import StudyConfig
-from nas.objectives import Objective
-from nas.store import feasible
-from nas.summary import Front, completed
+from nas.results.summary import Front, completed
+from nas.study.config import StudyConfig
+from nas.study.objectives import Objective
+from nas.study.store import feasible
 
 
 def _axes(cfg: StudyConfig) -> tuple[Objective, Objective]:

@@ -1,0 +1,1 @@
+"""Multi-objective math: Pareto fronts and hypervolume, promotion rules, samplers."""

@@ -1,0 +1,1 @@
+"""Results: summaries, plots, reports, model cards, export."""

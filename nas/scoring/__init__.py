@@ -1,0 +1,1 @@
+"""Scoring one candidate: the evaluator, training/analog glue, tables, supernets."""

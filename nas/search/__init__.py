@@ -1,0 +1,1 @@
+"""Running a search: the Optuna and Ray drivers, schedules, progress, tracking."""

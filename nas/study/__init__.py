@@ -1,0 +1,1 @@
+"""What a study is: its config and checks, objectives, layer-wise mapping, storage."""
