@@ -38,6 +38,12 @@ from analog.input_ranges import (
     has_learned_input_ranges,
     set_learned_input_ranges,
 )
+from analog.option_checks import (
+    SCALES,
+    g_max_problems,
+    scale_problems,
+    torch_tile_problems,
+)
 from analog.times import format_time
 from hwnas.common.errors import ConfigError, Problem
 
@@ -153,18 +159,13 @@ def _set_res(bits: int) -> float:
     return 1.0 / (2**bits - 2)
 
 
-def build_rpu_config(base: Callable[[], Any], opts: AnalogOptions):
-    """The preset from ``base`` with ``opts`` applied (a fresh object every call)."""
-    from aihwkit.inference.compensation.drift import GlobalDriftCompensation
-    from aihwkit.simulator.configs import TorchInferenceRPUConfig
-
+def build_rpu_config(base: Callable[[], Any], opts: AnalogOptions, *,
+                     where: str = "analog options"):
+    """The preset from ``base`` with ``opts`` applied (a fresh object every call); an option the
+    model cannot apply is a ``ConfigError`` (``analog.option_checks``), every problem at once."""
     rpu = base()
     if opts.tile == "torch":
-        torch_rpu = TorchInferenceRPUConfig()
-        for f in fields(rpu):
-            if f.init and hasattr(torch_rpu, f.name) and f.name not in ("tile_class",):
-                setattr(torch_rpu, f.name, copy.deepcopy(getattr(rpu, f.name)))
-        rpu = torch_rpu
+        rpu = _on_torch_tile(rpu)
     fwd, noise = rpu.forward, rpu.noise_model
     if opts.dac_bits is not None:
         fwd.inp_res = _set_res(opts.dac_bits)
@@ -176,14 +177,42 @@ def build_rpu_config(base: Callable[[], Any], opts: AnalogOptions):
         fwd.out_bound = float(opts.out_bound)
     if opts.tile_size is not None:
         rpu.mapping.max_input_size = rpu.mapping.max_output_size = opts.tile_size
+    problems = _device_overrides(where, noise, opts)
+    if opts.compensation is not None:
+        from aihwkit.inference.compensation.drift import GlobalDriftCompensation
+
+        rpu.drift_compensation = GlobalDriftCompensation() if opts.compensation else None
+    if opts.tile == "torch":
+        problems += torch_tile_problems(where, rpu)
+    if problems:
+        raise ConfigError(problems)
+    return rpu
+
+
+def _on_torch_tile(rpu):
+    from aihwkit.simulator.configs import TorchInferenceRPUConfig
+
+    torch_rpu = TorchInferenceRPUConfig()
+    for f in fields(rpu):
+        if f.init and hasattr(torch_rpu, f.name) and f.name not in ("tile_class",):
+            setattr(torch_rpu, f.name, copy.deepcopy(getattr(rpu, f.name)))
+    return torch_rpu
+
+
+def _device_overrides(where: str, noise: Any, opts: AnalogOptions) -> list[Problem]:
+    """Write g_max and the noise scales onto ``noise``, unless a check refuses them."""
+    scales = {name: getattr(opts, name) for name in SCALES}
+    problems = scale_problems(where, noise, scales)
+    if opts.g_max is not None:
+        problems += g_max_problems(where, noise, float(opts.g_max))
+    if problems:
+        return problems
     if opts.g_max is not None:
         noise.g_max = noise.g_converter.g_max = float(opts.g_max)
-    for name in ("prog_noise_scale", "read_noise_scale", "drift_scale"):
-        if getattr(opts, name) is not None:
-            setattr(noise, name, float(getattr(opts, name)))
-    if opts.compensation is not None:
-        rpu.drift_compensation = GlobalDriftCompensation() if opts.compensation else None
-    return rpu
+    for name, value in scales.items():
+        if value is not None:
+            setattr(noise, name, float(value))
+    return []
 
 
 def _aihwkit_version() -> str:
@@ -241,7 +270,8 @@ class AnalogHW(HardwareModel):
 
     def rpu_config(self, **overrides: Any):
         opts = AnalogOptions.parse(f"{self.name} options", overrides)
-        return build_rpu_config(lambda: build_base(self.name, self.base), opts)
+        return build_rpu_config(lambda: build_base(self.name, self.base), opts,
+                                where=f"{self.name} options")
 
     def describe(self, **overrides: Any) -> dict[str, Any]:
         """``describe_rpu`` of this model's rpu config with ``overrides`` applied."""

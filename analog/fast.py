@@ -170,6 +170,14 @@ class _Patches:
         return self.view.reshape(self.n, -1, self.ho * self.wo)
 
 
+def _ranged_scale(raw: Tensor, r: float, io: IOModel) -> Tensor:
+    """The noise management's raw scale of ``clip(x, -r, r) / r`` from that of ``x``: clipping
+    and a positive factor commute with a max (constant management ignores the values)."""
+    if io.nm not in ("ABS_MAX", "MAX"):
+        return raw
+    return raw.clamp(min=-r, max=r).div_(r)
+
+
 def _out_hw(layer: nn.Conv2d, height: int, width: int) -> tuple[int, int]:
     if layer.padding == "same":
         return height, width
@@ -249,15 +257,17 @@ class FastLayer(nn.Module):
         inputs, hw = self._inputs(x)
         for row, ((raw, build, fetch, values), tiles) in enumerate(
                 zip(inputs, self.tiles, strict=True)):
-            s, nonpositive = io.finish_scale(raw)
             if self.ranges is not None:
                 if self._owner[0].calibrating:
                     self._update_range(row, values)
-                # clip to [-r, r] and divide by r before the noise management's own scale
+                # aihwkit clips to [-r, r] and divides by r *before* the tile, so the noise
+                # management sees max |clip(x) / r| = min(max |x|, r) / r, not max |x|
+                s, nonpositive = io.finish_scale(_ranged_scale(raw, self.ranges[row], io))
                 bound = 1.0 / (s * io.i_unit)
                 s = s * self.ranges[row]
                 units = build(1.0 / (s * io.i_unit)).clamp_(min=-bound, max=bound)
             else:
+                s, nonpositive = io.finish_scale(raw)
                 units = build(1.0 / (s * io.i_unit))
             start = 0
             for tile in tiles:
@@ -304,7 +314,7 @@ class FastLayer(nn.Module):
         # Ideal periphery: the tiles add up to one dense matrix, so use the digital kernel.
         weight = torch.cat([torch.cat([t.effective_weight() for t in row], 0)
                             for row in self.tiles], 1)
-        weight = weight.reshape(self.layer.weight.shape)
+        weight = weight.reshape(self.layer.weight.shape) * self.io.out_scale
         if isinstance(self.layer, nn.Linear):
             return F.linear(x, weight, self.layer.bias)
         return self.layer._conv_forward(x, weight, self.layer.bias)

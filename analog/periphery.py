@@ -102,6 +102,9 @@ class IOModel:
     w_noise_type: str = "NONE"
     ir_drop: float = 0.0
     ir_g_ratio: float = 1.0
+    out_scale: float = 1.0
+    """``forward.out_scale``: a fixed digital factor on every output (RPUCuda applies it
+    after the ADC, and also with a perfect periphery)."""
 
     @classmethod
     def of(cls, io) -> IOModel:
@@ -122,7 +125,7 @@ class IOModel:
             neg_test=bool(io.bm_test_negative_bound),
             w_noise=float(io.w_noise) if io.w_noise_type.name != "NONE" else 0.0,
             w_noise_type=io.w_noise_type.name, ir_drop=float(io.ir_drop),
-            ir_g_ratio=float(io.ir_drop_g_ratio))
+            ir_g_ratio=float(io.ir_drop_g_ratio), out_scale=float(io.out_scale))
 
     @property
     def i_unit(self) -> float:
@@ -179,7 +182,7 @@ class IOModel:
         saturated = (y.abs() if self.neg_test else y).amax(dim=1) > bound
         if bound < math.inf:
             y = y.clamp_(-bound, bound)
-        return y.mul_(s * (reduction * o_unit)), saturated
+        return y.mul_(s * (reduction * o_unit * self.out_scale)), saturated
 
     def _ir_drop(self, y: Tensor, xq: Tensor, w: Tensor) -> Tensor:
         """RPUCuda's ``applyIrDrop`` on the ideal product ``y`` (ADC units) of the DAC-unit
@@ -234,7 +237,7 @@ class IOModel:
     def mvm(self, x: Tensor, w: Tensor, gen: torch.Generator) -> Tensor:
         """``w @ x`` for the vectors along dim 1 of ``x`` (B, in, L); returns (B, out, L)."""
         if self.perfect:
-            return torch.matmul(w, x)
+            return torch.matmul(w * self.out_scale, x)
         s, nonpositive = self.finish_scale(self.nm_scale(x))
         units = x * (1.0 / (s * self.i_unit))  # one pass; no input sits on a rounding tie
         return self.run(w, gen, s=s, units=units, vectors=lambda i, p: x[i, :, p],
