@@ -51,26 +51,27 @@ def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str =
                   max_seconds: float = 10.0, min_seconds: float = 0.0,
                   tile_size: int | None = None, cache: CostCache | None = None,
                   rule: StopRule | None = None, clock: str = "wall", form: str = "eager",
-                  hw: str | None = None,
-                  hw_options: dict[str, object] | None = None) -> dict[str, object]:
+                  hw: str | None = None, hw_options: dict[str, object] | None = None,
+                  tf32: bool = False) -> dict[str, object]:
     """Latency, static costs, roofline placement and analog estimate of one built model (flat).
 
     The analog estimate takes its tile size, ADC bits and read mode from hardware model ``hw``
     with ``hw_options`` (``hw_cost.analog_cost``), so it describes what the accuracy model scores.
 
     ``form`` is the deployed form timed (``hw_cost.forms``). An int8 model is not placed under
-    the roofline (its fields are None): the ceilings are float matmuls and copies."""
+    the roofline (its fields are None): the ceilings are float matmuls and copies.
+    ``tf32`` is the CUDA TF32 setting of the latency and the ceilings (off: fp32 is fp32)."""
     lat = measure_latency(model, input_shape, device=device, batch_size=batch_size, dtype=dtype,
                           channels_last=channels_last, compile=compile, threads=threads,
                           max_seconds=max_seconds, min_seconds=min_seconds, rule=rule,
-                          clock=clock, form=form)
+                          clock=clock, form=form, tf32=tf32)
     static = static_costs(model, input_shape, batch_size=batch_size, device=device,
                           dtype=lat.dtype)
     if form == "int8":
         roof: dict[str, object] = dict.fromkeys(ROOF_KEYS)
     else:
         ceilings = get_ceilings(device=device, dtype=lat.dtype, threads=threads, cache=cache,
-                                clock=clock)
+                                clock=clock, tf32=tf32)
         roof = roofline_point(static, lat.median_ms, ceilings)
     analog = analog_cost(model, input_shape, tile_size=tile_size, hw=hw, hw_options=hw_options,
                          total_macs=static["macs"] // batch_size)
@@ -78,6 +79,7 @@ def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str =
         "latency_ms": lat.median_ms, "latency_p10_ms": lat.p10_ms, "latency_p90_ms": lat.p90_ms,
         "latency_cv": lat.cv, "latency_repeats": lat.repeats, "latency_stable": lat.stable,
         "latency_seconds": lat.seconds, "latency_min_seconds": lat.min_seconds,
+        "peak_memory_bytes": lat.peak_memory_bytes, "tf32": lat.tf32, "gpu": lat.gpu,
         **{k: v for k, v in static.items() if k not in ("batch_size", "dtype")},
         **roof,
         # The headline analog figures flat (trial attributes), the whole estimate nested.
@@ -95,7 +97,8 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
             cache: CacheArg = None, refresh: bool = False, max_seconds: float = 10.0,
             min_seconds: float = 0.0, tile_size: int | None = None, rule: StopRule | None = None,
             clock: str = "wall", form: str = "eager", hw: str | None = None,
-            hw_options: dict[str, object] | None = None) -> dict[str, object]:
+            hw_options: dict[str, object] | None = None, tf32: bool = False,
+            ) -> dict[str, object]:
     """All costs of ``arch`` from ``space`` (see ``measure_model``), cached.
 
     A cache hit returns the stored dict with ``cached=True``; ``refresh`` re-measures, and so
@@ -108,6 +111,7 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     ``form`` the deployed form timed (``hw_cost.forms``), part of the cache key.
     ``hw`` and ``hw_options``: the analog hardware model the analog estimate describes (tile
     size, ADC bits, read mode); ``tile_size`` overrides its tile size. Both are in the key.
+    ``tf32``: CUDA's TF32 setting (in the key on CUDA only, so CPU entries keep theirs).
     """
     from search_spaces import get_space
 
@@ -126,6 +130,8 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
                "tile_size": tile_size, "clock": clock, "form": form}
     if hw is not None:  # only when named, so estimates without one keep their cache entries
         options.update(hw=hw, hw_options=dict(hw_options or {}))
+    if target.backend == "cuda":
+        options["tf32"] = tf32
     key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, target.dtype,
                   target.input_shape, options)
     hit = store.get(key) if store is not None and not refresh else None
@@ -137,7 +143,7 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
                            batch_size=batch_size, dtype=dtype, channels_last=channels_last,
                            compile=compile, threads=threads, max_seconds=max_seconds,
                            min_seconds=min_seconds, tile_size=tile_size, cache=store, rule=rule,
-                           clock=clock, form=form, hw=hw, hw_options=hw_options)
+                           clock=clock, form=form, hw=hw, hw_options=hw_options, tf32=tf32)
     with get_backend(target.device).session(target.device, threads):  # names the threads used
         prov = provenance(target.device, options=options)
     result.update(space=space, arch=arch, features=sp.features(arch), provenance=prov)

@@ -14,12 +14,13 @@ import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol
 
 import torch
 
+from hwnas.common.devices import device_problem
 from hwnas.common.errors import Problem
 from hwnas.common.provenance import cpu_model
 from hwnas.common.registry import Registry
@@ -39,6 +40,14 @@ class LatencyBackend(Protocol):
     def synchronize(self, device: str) -> None: ...
 
     def fingerprint(self, device: str, threads: int) -> dict[str, object]: ...
+
+    def precision(self, device: str, tf32: bool) -> AbstractContextManager[dict[str, object]]:
+        """Numeric settings for the block (TF32 on CUDA); yields what to record."""
+        ...
+
+    def reset_peak_memory(self, device: str) -> None: ...
+
+    def peak_memory_bytes(self, device: str) -> int | None: ...
 
 
 BACKENDS: Registry[type[LatencyBackend]] = Registry("latency backend")
@@ -81,19 +90,85 @@ class CpuBackend:
     def synchronize(self, device: str) -> None:
         return None
 
+    @contextmanager
+    def precision(self, device: str, tf32: bool) -> Iterator[dict[str, object]]:
+        yield {"tf32": None}  # TF32 is a CUDA setting: nothing to set or record on CPU
+
+    def reset_peak_memory(self, device: str) -> None:
+        return None
+
+    def peak_memory_bytes(self, device: str) -> int | None:
+        return None  # torch keeps no peak statistics of host memory
+
     def fingerprint(self, device: str, threads: int) -> dict[str, object]:
         return {"backend": "cpu", "device": cpu_model(), "threads": threads,
                 "isa": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__}
 
 
+_SMI_FIELDS = ("driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem",
+               "power.limit")
+
+
+def nvidia_smi(index: int = 0) -> dict[str, str]:
+    """Driver, current and maximum clocks (MHz) and power limit of GPU ``index`` from
+    ``nvidia-smi``; every field "unknown" where the tool is missing or fails. Not cached: the
+    clocks are read next to each figure, since a GPU's clocks move with load and temperature."""
+    try:
+        out = subprocess.run(["nvidia-smi", f"--id={index}", "--query-gpu=" + ",".join(_SMI_FIELDS),
+                              "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10, check=False).stdout
+        values = [v.strip() for v in out.strip().splitlines()[0].split(",")] if out.strip() else []
+    except (OSError, subprocess.SubprocessError):
+        values = []
+    if len(values) != len(_SMI_FIELDS):
+        values = ["unknown"] * len(_SMI_FIELDS)
+    return dict(zip(_SMI_FIELDS, values, strict=True))
+
+
 @functools.cache
 def _nvidia_driver() -> str:
+    return nvidia_smi()["driver_version"]
+
+
+def set_tf32(enabled: bool) -> dict[str, bool]:
+    """Set TF32 for CUDA matmuls and cuDNN convolutions explicitly (cuDNN defaults to TF32, so
+    an "fp32" figure taken without this is most likely TF32); returns the settings before."""
+    before = tf32_state()
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    torch.backends.cudnn.allow_tf32 = enabled
+    return before
+
+
+def tf32_state() -> dict[str, bool]:
+    """The TF32 settings in force: matmuls and cuDNN convolutions."""
+    return {"matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+
+
+@contextmanager
+def tf32_block(enabled: bool) -> Iterator[dict[str, bool]]:
+    """The block runs with TF32 ``enabled`` (both switches); the caller's settings come back."""
+    before = set_tf32(enabled)
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10, check=False)
-        return out.stdout.strip().splitlines()[0] if out.stdout.strip() else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        yield tf32_state()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before["matmul"]
+        torch.backends.cudnn.allow_tf32 = before["cudnn"]
+
+
+def gpu_facts(device: str) -> dict[str, object]:
+    """What identifies a GPU and its state for one figure: name, capability, memory, L2 size,
+    multiprocessors, driver and clocks (``nvidia_smi``), and the TF32 settings in force."""
+    dev = torch.device(device)
+    props = torch.cuda.get_device_properties(dev)
+    smi = nvidia_smi(dev.index or 0)
+    return {"device": props.name, "capability": f"{props.major}.{props.minor}",
+            "memory_gb": round(props.total_memory / 2**30, 1),
+            "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
+            "multiprocessors": props.multi_processor_count, "driver": smi["driver_version"],
+            "clocks_mhz": {k: smi[k] for k in _SMI_FIELDS[1:5]},
+            "power_limit_w": smi["power.limit"], "cuda": torch.version.cuda,
+            "tf32": tf32_state()}
 
 
 @BACKENDS.register("cuda")
@@ -103,14 +178,7 @@ class CudaBackend:
     name = "cuda"
 
     def availability(self, device: str) -> Problem | None:
-        if not torch.cuda.is_available():
-            return Problem("device", "CUDA asked on a CPU machine", device,
-                           "use --device cpu, or run on a machine with an NVIDIA GPU")
-        index = torch.device(device).index or 0
-        if index >= torch.cuda.device_count():
-            return Problem("device", f"only {torch.cuda.device_count()} CUDA device(s) here",
-                           device, "pick an index below the device count")
-        return None
+        return device_problem(device)
 
     @contextmanager
     def session(self, device: str, threads: int | None) -> Iterator[int]:
@@ -135,7 +203,21 @@ class CudaBackend:
     def synchronize(self, device: str) -> None:
         torch.cuda.synchronize(torch.device(device))
 
+    @contextmanager
+    def precision(self, device: str, tf32: bool) -> Iterator[dict[str, object]]:
+        with tf32_block(tf32):
+            yield {"tf32": tf32, "gpu": gpu_facts(device)}
+
+    def reset_peak_memory(self, device: str) -> None:
+        torch.cuda.synchronize(torch.device(device))
+        torch.cuda.reset_peak_memory_stats(torch.device(device))
+
+    def peak_memory_bytes(self, device: str) -> int | None:
+        return int(torch.cuda.max_memory_allocated(torch.device(device)))
+
     def fingerprint(self, device: str, threads: int) -> dict[str, object]:
+        # Only what fixes the figure's meaning: clocks move between calls and are recorded with
+        # each result (``gpu_facts``), not in the cache key.
         props = torch.cuda.get_device_properties(torch.device(device))
         return {"backend": "cuda", "device": props.name,
                 "capability": f"{props.major}.{props.minor}", "driver": _nvidia_driver(),

@@ -46,6 +46,9 @@ class LatencyResult:
     fingerprint: dict = field(default_factory=dict)
     min_seconds: float = 0.0  # the shortest timing the stop rule allowed (see StopRule)
     form: str = "eager"  # the deployed form timed (hw_cost.forms)
+    tf32: bool | None = None  # TF32 matmuls/convolutions on CUDA (None: CPU, no such setting)
+    peak_memory_bytes: int | None = None  # device memory peak while timing (CUDA; None on CPU)
+    gpu: dict = field(default_factory=dict)  # GPU name, clocks, driver at measurement (CUDA)
 
     @property
     def fingerprint_hash(self) -> str:
@@ -170,7 +173,7 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
                     threads: int | None = None, max_seconds: float = 10.0,
                     min_seconds: float = 0.0, rule: StopRule | None = None,
                     clock: str = "wall", scrub_bytes: int = 0,
-                    form: str = "eager") -> LatencyResult:
+                    form: str = "eager", tf32: bool = False) -> LatencyResult:
     """Median latency of ``model`` on a random input of shape (batch_size, *input_shape).
 
     ``threads`` pins torch's intra-op thread count for the measurement (None keeps the current
@@ -183,13 +186,18 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
     call starts with its weights evicted from cache, as inside a larger model.
     ``form`` times the model as deployed (``hw_cost.forms``: eager, compile, int8, fp16, bf16);
     building it (quantization, compilation) happens before timing and is not timed.
+    ``tf32`` sets TF32 for CUDA matmuls and cuDNN convolutions for the measurement (default off,
+    so fp32 means fp32); a CUDA result records it, the GPU's name, clocks and driver, and the
+    peak device memory of the timed model (weights, input and activations).
     """
     target = validate(device=device, batch_size=batch_size, dtype=dtype,
                       input_shape=input_shape, threads=threads, clock=clock, form=form)
     rule = rule or StopRule(max_seconds=max_seconds, min_seconds=min_seconds)
     backend = get_backend(target.device)
     began = time.perf_counter()
-    with backend.session(target.device, threads) as used_threads, torch.inference_mode():
+    with (backend.session(target.device, threads) as used_threads, torch.inference_mode(),
+          backend.precision(target.device, tf32) as numerics):
+        backend.reset_peak_memory(target.device)
         fn = prepare(model, target.input_shape, device=target.device, batch_size=batch_size,
                      dtype=target.torch_dtype, channels_last=channels_last, compile=compile,
                      form=form)
@@ -199,6 +207,7 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
             between = lambda: scrub.add_(1.0)  # noqa: E731
         with _quiet_gc():
             samples, stable = time_adaptive(fn, backend, target.device, rule, clock, between)
+        peak = backend.peak_memory_bytes(target.device)
         fingerprint = backend.fingerprint(target.device, used_threads)
     arr = np.asarray(samples)
     return LatencyResult(
@@ -207,4 +216,5 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
         cv=float(arr.std() / arr.mean()), repeats=len(samples), stable=stable,
         seconds=time.perf_counter() - began, device=target.device, batch_size=batch_size,
         dtype=target.dtype, threads=used_threads, clock=clock, channels_last=channels_last,
-        compile=compile, fingerprint=fingerprint, min_seconds=rule.min_seconds, form=form)
+        compile=compile, fingerprint=fingerprint, min_seconds=rule.min_seconds, form=form,
+        tf32=numerics["tf32"], peak_memory_bytes=peak, gpu=numerics.get("gpu", {}))

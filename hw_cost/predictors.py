@@ -40,6 +40,7 @@ class Setting:
     block_rule: StopRule = BLOCK_RULE  # stop rule for timing one block
     model_rule: StopRule | None = None  # stop rule for a whole model (None: the default)
     clock: str = "wall"  # see options.CLOCKS
+    tf32: bool = False  # CUDA's TF32 setting while measuring (a GPU predictor is fitted for one)
 
     @property
     def lut_key(self) -> str:
@@ -52,7 +53,7 @@ class Setting:
                        batch_size=self.batch_size, dtype=self.dtype, threads=self.threads,
                        cache=cache, max_seconds=self.max_seconds,
                        min_seconds=self.min_seconds, rule=self.model_rule,
-                       clock=self.clock, **kw)
+                       clock=self.clock, tf32=self.tf32, **kw)
 
     def build(self, arch: str):
         from search_spaces import get_space
@@ -90,6 +91,7 @@ def measured_rows(setting: Setting, cache: CostCache) -> list[dict]:
     return [{**r["value"], "arch": r["arch"]} for r in rows
             if r["options"].get("num_classes") == setting.num_classes
             and r["options"].get("clock", "wall") == setting.clock
+            and bool(r["options"].get("tf32", False)) == setting.tf32
             and not r["options"].get("channels_last") and not r["options"].get("compile")]
 
 

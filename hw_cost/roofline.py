@@ -7,7 +7,10 @@ Ceilings, in the measurement dtype and thread count, cached under the device fin
   1.3x such a peak on this kind of VM.
 * bandwidth, one per memory level: a copy whose source and destination fill half of the L2, of
   the last-level cache, and a copy far larger than any cache (DRAM), each best of repeats. Small
-  models at batch 1 live in cache, so a DRAM roof alone does not bound them.
+  models at batch 1 live in cache, so a DRAM roof alone does not bound them. On a GPU the levels
+  are its L2 (size from the device properties) and HBM (reported as DRAM).
+* precision: on CUDA, fp32 ceilings are measured with TF32 off unless ``tf32=True`` (cuBLAS
+  would otherwise use tensor cores and report a peak fp32 models never reach with TF32 off).
 
 Per model: arithmetic intensity = FLOPs / bytes moved, where the bytes are estimated as weights
 read once plus every leaf-module activation written once and read once; attained FLOP/s = FLOPs /
@@ -54,6 +57,7 @@ class Ceilings:
     clock: str = "wall"
     cache_bytes_per_s: dict = field(default_factory=dict)
     cache_bytes: dict = field(default_factory=dict)
+    tf32: bool | None = None  # TF32 during the matmuls (CUDA); None on CPU
 
     @property
     def ridge(self) -> float:
@@ -101,55 +105,73 @@ def _copy_rate(nbytes: int, target, backend, clock: str, **timing) -> float:
     return 2 * numel * size * inner / (ms / 1e3)
 
 
+def _levels(target) -> dict[str, int]:
+    """Cache levels given a roof of their own: the CPU's L2 and LLC, a GPU's L2."""
+    if target.backend == "cpu":
+        return {k: v for k, v in cache_sizes().items() if k in _LEVELS}
+    l2 = int(getattr(torch.cuda.get_device_properties(torch.device(target.device)),
+                     "L2_cache_size", 0))
+    return {"L2": l2} if l2 > 0 else {}
+
+
 def measure_ceilings(*, device: str = "cpu", dtype: str = "fp32", threads: int | None = None,
                      repeats: int = 5, clock: str = "wall", warmup_s: float | None = None,
-                     timed_s: float | None = None) -> Ceilings:
+                     timed_s: float | None = None, tf32: bool = False,
+                     matmul_n: tuple[int, ...] | None = None,
+                     copy_bytes: int | None = None) -> Ceilings:
     """Time square matmuls and copies at each memory level; the best calls give the roofs.
     ``warmup_s`` and ``timed_s`` (per kernel) default to the module's ``_WARMUP_S``,
-    ``_TIMED_S``."""
+    ``_TIMED_S``; ``matmul_n`` and ``copy_bytes`` to the device's sizes (smaller ones are for
+    dry runs). ``tf32`` is the CUDA TF32 setting during the measurement (off by default)."""
     target = validate(device=device, dtype=dtype, threads=threads, clock=clock)
     backend = get_backend(target.device)
     timing = {"warmup_s": _WARMUP_S if warmup_s is None else warmup_s,
               "timed_s": _TIMED_S if timed_s is None else timed_s, "min_repeats": repeats}
-    levels = {k: v for k, v in cache_sizes().items() if k in _LEVELS} \
-        if target.backend == "cpu" else {}
-    with backend.session(target.device, threads) as used, torch.inference_mode():
+    levels = _levels(target)
+    copy_bytes = copy_bytes or _COPY_BYTES[target.backend]
+    with (backend.session(target.device, threads) as used, torch.inference_mode(),
+          backend.precision(target.device, tf32) as numerics):
         rates = {}
-        for n in _MATMUL_N[target.backend]:
+        for n in matmul_n or _MATMUL_N[target.backend]:
             a = torch.randn(n, n, device=target.device, dtype=target.torch_dtype)
             b = torch.randn(n, n, device=target.device, dtype=target.torch_dtype)
             ms, _ = best_ms(lambda a=a, b=b: torch.mm(a, b), backend, target.device, clock,
                             **timing)
             rates[n] = 2 * n**3 / (ms / 1e3)
-        dram = _copy_rate(_COPY_BYTES[target.backend], target, backend, clock, **timing)
+        dram = _copy_rate(copy_bytes, target, backend, clock, **timing)
         cached = {k: _copy_rate(v // 2, target, backend, clock, **timing)
                   for k, v in levels.items()}
         fingerprint = backend.fingerprint(target.device, used)
     best_n = max(rates, key=rates.get)
     return Ceilings(peak_flops=rates[best_n], peak_bytes_per_s=dram, matmul_n=best_n,
-                    copy_bytes=_COPY_BYTES[target.backend], repeats=repeats, dtype=target.dtype,
+                    copy_bytes=copy_bytes, repeats=repeats, dtype=target.dtype,
                     fingerprint=fingerprint, clock=clock,
                     # A cache never streams slower than the memory behind it.
                     cache_bytes_per_s={k: max(v, dram) for k, v in cached.items()},
-                    cache_bytes=levels)
+                    cache_bytes=levels, tf32=numerics["tf32"])
 
 
-def ceilings_key(fingerprint: dict, dtype: str, clock: str = "wall") -> str:
-    return f"{fingerprint_hash(fingerprint)}:{dtype}:{clock}:v{VERSION}"
+def ceilings_key(fingerprint: dict, dtype: str, clock: str = "wall", tf32: bool = False) -> str:
+    # TF32 only changes CUDA figures; CPU keys stay as they were.
+    suffix = ":tf32" if tf32 and fingerprint.get("backend") == "cuda" else ""
+    return f"{fingerprint_hash(fingerprint)}:{dtype}:{clock}:v{VERSION}{suffix}"
 
 
 def get_ceilings(*, device: str = "cpu", dtype: str = "fp32", threads: int | None = None,
-                 cache=None, remeasure: bool = False, clock: str = "wall") -> Ceilings:
-    """Cached ceilings for this device, dtype, thread count and clock; measured on first use."""
+                 cache=None, remeasure: bool = False, clock: str = "wall",
+                 tf32: bool = False) -> Ceilings:
+    """Cached ceilings for this device, dtype, thread count, clock and TF32 setting; measured on
+    first use."""
     target = validate(device=device, dtype=dtype, threads=threads, clock=clock)
     backend = get_backend(target.device)
     with backend.session(target.device, threads) as used:
-        key = ceilings_key(backend.fingerprint(target.device, used), dtype, clock)
+        key = ceilings_key(backend.fingerprint(target.device, used), dtype, clock, tf32)
     if cache is not None and not remeasure:
         hit = cache.get_entry("ceilings", key)
         if hit is not None:
             return Ceilings(**{k: v for k, v in hit.items() if k != "ridge"})
-    ceilings = measure_ceilings(device=device, dtype=dtype, threads=threads, clock=clock)
+    ceilings = measure_ceilings(device=device, dtype=dtype, threads=threads, clock=clock,
+                                tf32=tf32)
     if cache is not None:
         cache.put_entry("ceilings", key, ceilings.to_dict())
     return ceilings
