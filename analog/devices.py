@@ -28,16 +28,26 @@ so a comparison between entries is a comparison between devices:
 aihwkit's ReRAM docstrings advise about 1 % short-term read noise through ``forward.w_noise``
 (``ADDITIVE_CONSTANT``), which both ReRAM entries set: ``reram_wan2022`` has no read noise of
 its own, and ``reram_cmo`` adds its 1/f term only after programming.
+
+Two aihwkit 1.2 models call numpy on conductance tensors (``numpy.interp`` on ``.numpy()`` in
+``CustomDriftPCMLikeNoiseModel.generate_drift_coefficients``, ``numpy.log10`` in
+``ReRamCMONoiseModel.apply_drift_noise_to_conductance``), which fails on CUDA tensors. The
+entries use same-named subclasses (``DEVICE_AGNOSTIC``) whose overrides compute the same
+values with torch on the tensor's device and draw the same random numbers in the same order.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analog.aimc import AnalogHW, columnwise_omega1
 from analog.hw import HW
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 DAY = 86400.0
 WAN2022_TIMES = (1.0, DAY, 2 * DAY)
@@ -60,10 +70,86 @@ def _on_pcm_periphery(noise_model: Any, *, read_noise: float = 0.0):
 
 
 def _noise_class(name: str):
-    """An aihwkit noise-model class by name (AttributeError where this aihwkit lacks it)."""
+    """An aihwkit noise-model class by name (AttributeError where this aihwkit lacks it); the
+    device-agnostic subclass where aihwkit's calls numpy on tensors."""
+    if name in DEVICE_AGNOSTIC:
+        return _agnostic(name)
     import aihwkit.inference as inference
 
     return getattr(inference, name)
+
+
+def torch_interp(x: Tensor, xp: Sequence[float], fp: Sequence[float]) -> Tensor:
+    """``numpy.interp(x, xp, fp)`` on ``x``'s device: piecewise linear through (xp, fp), ``xp``
+    ascending, constant beyond its ends. Computed in float64, as numpy does, then cast to
+    ``x``'s dtype."""
+    import torch
+
+    xs = torch.as_tensor(xp, dtype=torch.float64, device=x.device)
+    ys = torch.as_tensor(fp, dtype=torch.float64, device=x.device)
+    x64 = x.to(torch.float64).clamp(xs[0], xs[-1])
+    j = (torch.searchsorted(xs, x64.contiguous(), right=True) - 1).clamp(0, len(xs) - 2)
+    slope = (ys[j + 1] - ys[j]) / (xs[j + 1] - xs[j])
+    return (slope * (x64 - xs[j]) + ys[j]).to(x.dtype)
+
+
+def _custom_drift_nu(self, g_target: Tensor) -> Tensor:
+    """aihwkit's ``generate_drift_coefficients`` with ``torch_interp`` for ``numpy.interp``
+    (the same clipping to the table's range, one ``randn_like`` draw)."""
+    import torch
+
+    table = self.custom_drift_model
+    g = g_target.clamp(min(table["g_lst"]), max(table["g_lst"]))
+    nu_mean = torch_interp(g, table["g_lst"], table["nu_mean_lst"]).float()
+    nu_std = torch_interp(g, table["g_lst"], table["nu_std_lst"]).float()
+    nu_drift = torch.abs(nu_mean + nu_std * torch.randn_like(g_target)).clamp(min=0.0)
+    return nu_drift * self.drift_scale
+
+
+def _cmo_drift(self, g_prog: Tensor, drift_noise_param: Tensor, t_inference: float) -> Tensor:
+    """aihwkit's ReRAM-CMO relaxation with ``torch.log10`` on the conductances (``math`` on the
+    scalars); the same two ``randn_like`` draws in the same order."""
+    import torch
+
+    if t_inference == 0:
+        return g_prog
+    decay, read = self.decay_dict, self.read_dict
+    g_mean = g_prog + decay["mean"][0] * math.log(t_inference) * self.drift_scale
+    sigma_relaxation = decay["std"][0] * math.log(t_inference) + decay["std"][1]
+    g_drift = g_mean + torch.randn_like(g_prog) * sigma_relaxation * self.drift_scale
+    accumulated = math.sqrt(math.log((t_inference + read["t_read"]) / (2 * read["t_read"])))
+    sigma_read = read["K"] * torch.log10(g_drift) * accumulated
+    g_final = g_drift + sigma_read * torch.randn_like(g_prog) * self.read_noise_scale
+    return g_final.clamp(min=self.g_min, max=self.g_max)
+
+
+# aihwkit class name -> (method name, device-agnostic replacement).
+DEVICE_AGNOSTIC: dict[str, tuple[str, Callable[..., Tensor]]] = {
+    "CustomDriftPCMLikeNoiseModel": ("generate_drift_coefficients", _custom_drift_nu),
+    "ReRamCMONoiseModel": ("apply_drift_noise_to_conductance", _cmo_drift),
+}
+
+
+@functools.cache
+def _agnostic(name: str) -> type:
+    """The subclass of aihwkit's ``name`` with its numpy-on-tensor method replaced. Same name,
+    so provenance (``describe_rpu``) reads as before; defined in this module, so a pickled rpu
+    config finds it again (``__getattr__`` below)."""
+    import aihwkit.inference as inference
+    from torch.autograd import no_grad
+
+    method, replacement = DEVICE_AGNOSTIC[name]
+    cls = type(name, (getattr(inference, name),), {
+        method: no_grad()(replacement), "__module__": __name__,
+        "__doc__": f"aihwkit's {name} with a device-agnostic ``{method}`` (analog.devices)."})
+    cls.__qualname__ = name
+    return cls
+
+
+def __getattr__(name: str) -> type:
+    if name in DEVICE_AGNOSTIC:
+        return _agnostic(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def device_config(class_name: str, *, read_noise: float = 0.0,
