@@ -11,6 +11,7 @@ from typing import Any
 
 from torch import nn
 
+from analog import defaults
 from analog.adabs import training_images
 from analog.aimc import AnalogOptions
 from analog.drift import DriftResult, evaluate
@@ -28,16 +29,17 @@ class ExperimentConfig:
     hw: str = "pcm"
     """Analog hardware model for the drift curves (``hwnas analog list``)."""
     times: tuple[str, ...] = ("1s", "1h", "1d", "30d", "1y")
-    repeats: int = 10
+    repeats: int = defaults.REPEATS
     """Programming repeats per curve (fresh noise, seeded)."""
     seed: int = 0
-    compensation: bool = True
+    compensation: bool = defaults.COMPENSATION
     """Global drift compensation for the main curves."""
     compare_compensation: bool = False
     """Also draw each curve with the other compensation setting."""
-    adabs: int = 0
+    adabs: int = defaults.ADABS_IMAGES
     """AdaBS: training images that re-estimate the batch norms through the analog model after
-    programming and each drift (``analog.adabs``; 0: the digital statistics are kept)."""
+    programming and each drift (``analog.adabs``; 0: the digital statistics are kept). The
+    default is the studies' (``analog.defaults``)."""
     compare_adabs: bool = False
     """Also draw each curve without AdaBS (when ``adabs`` > 0)."""
     hwa_epochs: float = 0.0
@@ -47,7 +49,7 @@ class ExperimentConfig:
     hwa_options: HwaOptions = field(default_factory=HwaOptions)
     references: tuple[str, ...] = ("digital", "fq8", "int8")
     """Deterministic hardware models drawn as horizontal lines."""
-    fast: bool = True
+    fast: bool = defaults.FAST
     """Validated torch emulation of aihwkit (False: aihwkit's own tiles)."""
     calib_size: int = 512
     """Training images used to calibrate quantizers and input ranges."""
@@ -107,8 +109,12 @@ class ExperimentResult:
     def as_dict(self) -> dict[str, Any]:
         return {"config": asdict(self.config), "seconds": self.seconds, "hwa_fit": self.hwa_fit,
                 "references": {k: v.as_dict() for k, v in self.references.items()},
-                "curves": [{"label": c.label, "hwa": c.hwa, **c.result.as_dict()}
+                "curves": [{"label": c.label, "hwa": c.hwa, **c.result.as_dict(),
+                            "scoring": defaults.scoring_record(c.result)}
                            for c in self.curves],
+                "scoring_defaults": {"adabs_images": defaults.ADABS_IMAGES,
+                                     "fast": defaults.FAST,
+                                     "compensation": defaults.COMPENSATION},
                 "sweep": [{**asdict(p), "acc_se": p.acc_se} for p in self.sweep]}
 
 
@@ -117,7 +123,6 @@ def _curves(model: nn.Module, data, cfg: ExperimentConfig, *, hwa: bool,
     settings = [cfg.compensation] + ([not cfg.compensation] if cfg.compare_compensation else [])
     ada = [cfg.adabs] + ([0] if cfg.compare_adabs and cfg.adabs else [])
     out = []
-    ada = [cfg.adabs] + ([0] if cfg.compare_adabs and cfg.adabs else [])
     for comp, n_ada in ((c, a) for a in ada for c in settings):
         label = (cfg.hw + (" + HWA" if hwa else "") + (" + AdaBS" if n_ada else "")
                  + ("" if comp else " (no compensation)"))
@@ -126,7 +131,7 @@ def _curves(model: nn.Module, data, cfg: ExperimentConfig, *, hwa: bool,
         result = _evaluate(model, data, cfg, {"compensation": comp}, log, adabs=n_ada)
         log(f"{label:<34} " + "  ".join(f"{p.label}: {100 * p.acc_mean:.2f}+-"
                                         f"{100 * p.acc_std:.2f}" for p in result.points)
-            + f"  [{result.path}, {result.seconds:.1f} s]")
+            + f"  [{defaults.scoring_label(result)}; {result.seconds:.1f} s]")
         out.append(Curve(label, hwa, result))
     return out
 

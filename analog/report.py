@@ -8,10 +8,11 @@ import math
 from pathlib import Path
 from typing import Any
 
+from analog.defaults import scoring_label
 from analog.experiment import ExperimentResult
 
-CSV_FIELDS = ("curve", "hw", "hwa", "compensation", "path", "t", "t_s", "acc_mean", "acc_std",
-              "acc_se", "repeats", "weight_fraction", "mac_fraction")
+CSV_FIELDS = ("curve", "hw", "hwa", "compensation", "path", "adabs", "images", "t", "t_s",
+              "acc_mean", "acc_std", "acc_se", "repeats", "weight_fraction", "mac_fraction")
 REF_STYLES = (":", (0, (6, 2)), "-.", (0, (1, 3)), (0, (8, 2, 1, 2)))
 
 
@@ -51,8 +52,8 @@ def plot(result: ExperimentResult, path: Path, title: str) -> None:
         mean = [100 * m for m in res.acc_mean]
         std = [100 * s for s in res.acc_std]
         line, = ax.plot(res.times, mean, marker="o", linestyle="--" if not res.compensation
-                        else "-", label=f"{curve.label}: mean, band +-1 std over {res.repeats} "
-                                        "programmings")
+                        else "-", label=f"{curve.label}: mean, band +-1 std "
+                                        f"({scoring_label(res)})")
         low = [m - s for m, s in zip(mean, std, strict=True)]
         high = [m + s for m, s in zip(mean, std, strict=True)]
         ax.fill_between(res.times, low, high, color=line.get_color(), alpha=0.2)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from analog import defaults
 from analog.aimc import AnalogOptions
 from hwnas.common.errors import ConfigError, Problem
 
@@ -75,6 +76,10 @@ class SweepPoint:
     acc_mean: float
     acc_std: float
     repeats: int
+    adabs: int = 0
+    """AdaBS training images (0: off); with ``path`` and ``compensation``, how it was scored."""
+    path: str = ""
+    compensation: bool = True
 
     @property
     def acc_se(self) -> float:
@@ -90,20 +95,24 @@ def run_sweeps(evaluate: Callable[[dict[str, Any]], Any], sweeps: dict[str, list
             result = evaluate({param: value})
             log(f"sweep {param}={value}: " + "  ".join(
                 f"{p.label} {100 * p.acc_mean:.2f}+-{100 * p.acc_std:.2f}"
-                for p in result.points) + f"  [{result.path}, {result.seconds:.1f} s]")
+                for p in result.points)
+                + f"  [{defaults.scoring_label(result)}; {result.seconds:.1f} s]")
             points += [SweepPoint(param, value, p.t, p.label, p.acc_mean, p.acc_std,
-                                  len(p.accs)) for p in result.points]
+                                  len(p.accs), result.adabs, result.path, result.compensation)
+                       for p in result.points]
     return points
 
 
 def write_csv(points: list[SweepPoint], path: Path, fixed: dict[str, Any]) -> None:
-    cols = ("param", "value", "t", "t_s", "acc_mean", "acc_std", "acc_se", "repeats", "fixed")
+    cols = ("param", "value", "t", "t_s", "acc_mean", "acc_std", "acc_se", "repeats",
+            "adabs_images", "path", "compensation", "fixed")
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(cols)
         for p in points:
             writer.writerow([p.param, p.value, p.label, p.t, p.acc_mean, p.acc_std, p.acc_se,
-                             p.repeats, ";".join(f"{k}={v}" for k, v in fixed.items())])
+                             p.repeats, p.adabs, p.path, p.compensation,
+                             ";".join(f"{k}={v}" for k, v in fixed.items())])
 
 
 def plot(points: list[SweepPoint], path: Path, title: str) -> None:
@@ -128,11 +137,21 @@ def plot(points: list[SweepPoint], path: Path, title: str) -> None:
         ax.set_xlabel(param)
         ax.set_ylabel("test accuracy (%)")
         ax.grid(True, alpha=0.3)
-        reps = sorted({p.repeats for p in mine})
-        ax.set_title(f"{param} sweep (error bars: SE over {'/'.join(map(str, reps))} "
-                     "programmings)", fontsize=9)
+        ax.set_title(f"{param} sweep (error bars: SE; {_settings(mine)})", fontsize=8)
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _settings(points: list[SweepPoint]) -> str:
+    """How the points of one panel were scored, e.g. ``10 programmings, AdaBS 256 img, fast``."""
+    def one(values: set) -> str:
+        return "/".join(map(str, sorted(values)))
+
+    adabs = {p.adabs for p in points}
+    comp = {"on" if p.compensation else "off" for p in points}
+    return (f"{one({p.repeats for p in points})} programmings, "
+            f"AdaBS {'off' if adabs == {0} else one(adabs) + ' img'}, "
+            f"{one({p.path for p in points})}, compensation {one(comp)}")

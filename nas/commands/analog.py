@@ -34,7 +34,8 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hw", default="pcm", help="analog hardware model (see `hwnas analog list`)")
     p.add_argument("--times", default="1s,1h,1d,30d,1y",
                    help="drift times, comma-separated (0, 1s, 1h, 1d, 30d, 1y, ...)")
-    p.add_argument("--repeats", type=int, default=10, help="programming repeats per time")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="programming repeats per time (default: analog.defaults.REPEATS, 10)")
     p.add_argument("--epochs", type=float, default=3.0,
                    help="digital training epochs (with --space/--arch)")
     p.add_argument("--lr", type=float, default=None, help="digital peak learning rate")
@@ -44,9 +45,10 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
                    help="HWA fine-tuning peak learning rate (default: lr / 10)")
     p.add_argument("--hwa-noise", type=float, default=0.05,
                    help="HWA weight-noise std relative to each channel's max |w|")
-    p.add_argument("--adabs", type=int, default=0, metavar="N",
+    p.add_argument("--adabs", type=int, default=None, metavar="N",
                    help="AdaBS: re-estimate batch norms through the analog model on N training "
-                        "images after programming and each drift (0: off)")
+                        "images after programming and each drift (0: off; default: the "
+                        "studies' count, analog.defaults.ADABS_IMAGES = 256)")
     p.add_argument("--compare-adabs", action="store_true",
                    help="also draw each curve without AdaBS")
     p.add_argument("--no-compensation", action="store_true", help="drift compensation off")
@@ -101,16 +103,21 @@ def _fixed_options(specs: list[str]) -> dict[str, Any]:
 
 
 def _experiment_config(args: argparse.Namespace):  # noqa: ANN202
+    from analog import defaults
     from analog.experiment import ExperimentConfig
     from analog.hwa import HwaOptions
     from analog.sweep import parse_sweeps
 
     refs = _split(args.references)
+    # unset: the defaults studies score with (the parser leaves them None so that
+    # building it does not import torch)
+    repeats = defaults.REPEATS if args.repeats is None else args.repeats
+    adabs = defaults.ADABS_IMAGES if args.adabs is None else args.adabs
     return ExperimentConfig(
         hw=args.hw, times=tuple(t.strip() for t in args.times.split(",")),
-        repeats=args.repeats, seed=args.seed, compensation=not args.no_compensation,
+        repeats=repeats, seed=args.seed, compensation=not args.no_compensation,
         compare_compensation=args.compare_compensation, hwa_epochs=args.hwa_epochs,
-        adabs=args.adabs, compare_adabs=args.compare_adabs,
+        adabs=adabs, compare_adabs=args.compare_adabs,
         hwa_lr=args.hwa_lr, hwa_options=HwaOptions(weight_noise=args.hwa_noise),
         references=refs, fast=not args.aihwkit_tiles, device=args.device,
         digital=_split(args.digital_layers), options=_fixed_options(args.set),
@@ -161,7 +168,7 @@ def _space(name: str):  # noqa: ANN202
 def load_checkpoint_model(path: str | Path):  # noqa: ANN201
     """(model, meta) from any ``hwnas-checkpoint/1`` file (exported, pruned or finalized),
     read with ``weights_only=True`` and rebuilt through its search space."""
-    from nas.results.export import load_checkpoint
+    from search_spaces.checkpoint import load_checkpoint
 
     return load_checkpoint(path)
 
@@ -212,6 +219,13 @@ def _out_dir(args: argparse.Namespace, model_info: dict[str, Any]) -> Path:
     return Path("runs") / "analog" / f"{arch}-{args.hw}"
 
 
+def _scoring(result) -> str:  # noqa: ANN001
+    """How the main curve was scored (AdaBS, programmings, path, compensation, images)."""
+    from analog import defaults
+
+    return defaults.scoring_label(result.curves[0].result) if result.curves else "no curves"
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     import torch
 
@@ -228,11 +242,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     result = run_experiment(model, data, cfg, fit_cfg=fit_cfg)
     title = f"{model_info.get('arch')} | {cfg.hw} | {len(data.y_test)} {data.name} test images " \
             f"| {torch.get_num_threads()} threads, {args.device}"
+    title += f"\nscored with {_scoring(result)}"
     if cfg.digital:
         title += f"\ndigital layers: {', '.join(cfg.digital)}"
     meta = {"model": model_info, "data": {"name": data.name, **data.sizes()},
             "provenance": provenance(args.device, seeds={"seed": args.seed},
                                      command="hwnas analog-eval")}
+    print(f"scored with {_scoring(result)}")
     paths = write_all(result, _out_dir(args, model_info), title=title, meta=meta)
     for path in paths.values():
         print(f"wrote {path}")

@@ -1,0 +1,70 @@
+"""One set of scoring defaults: studies, `hwnas analog-eval`, sweeps and finalize score analog
+models alike (AdaBS on with the studies' image count), and every output says how it scored."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from dataclasses import replace
+
+from analog import defaults
+from analog.experiment import ExperimentConfig, run_experiment
+from analog.report import write_all
+
+
+def test_studies_and_experiments_share_the_defaults():
+    from nas.study.config import HwEvalCfg
+
+    study = HwEvalCfg()
+    assert study.adabs == defaults.ADABS_IMAGES > 0
+    assert (study.fast, study.compensation) == (defaults.FAST, defaults.COMPENSATION)
+    cfg = ExperimentConfig()
+    assert (cfg.adabs, cfg.fast, cfg.compensation, cfg.repeats) == (
+        defaults.ADABS_IMAGES, defaults.FAST, defaults.COMPENSATION, defaults.REPEATS)
+
+
+def _cli_config(*extra: str) -> ExperimentConfig:
+    from nas.commands import analog as command
+
+    parser = argparse.ArgumentParser()
+    command.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["analog-eval", "--space", "resnet", "--arch", "rn:s16-d1r1c16",
+                              *extra])
+    return command._experiment_config(args)
+
+
+def test_analog_eval_scores_like_a_study_unless_told():
+    cfg = _cli_config()
+    assert (cfg.adabs, cfg.repeats, cfg.fast) == (defaults.ADABS_IMAGES, defaults.REPEATS, True)
+    assert _cli_config("--adabs", "0", "--repeats", "3").adabs == 0
+
+
+class _Result:
+    adabs, repeats, path, compensation, images = 0, 3, "aihwkit", False, 500
+
+
+def test_scoring_label_names_every_setting():
+    label = defaults.scoring_label(_Result())
+    assert label == ("AdaBS off, 3 programmings, aihwkit tiles, drift compensation off, "
+                     "500 test images")
+    assert defaults.scoring_record(_Result())["adabs_images"] == 0
+
+
+def test_every_output_says_how_it_scored(trained_cnn, digits, tmp_path):
+    small = replace(digits, x_test=digits.x_test[:100], y_test=digits.y_test[:100])
+    cfg = ExperimentConfig(times=("1d",), repeats=2, adabs=64, references=(),
+                           sweeps={"adc_bits": [9]})
+    lines: list[str] = []
+    result = run_experiment(trained_cnn, small, cfg, log=lines.append)
+    said = "AdaBS 64 img, 2 programmings, fast path, drift compensation on, 100 test images"
+    assert sum(said in line for line in lines) == 2  # the curve and the swept value
+    paths = write_all(result, tmp_path, title="t", meta={})
+    (row,) = csv.DictReader(paths["csv"].open())
+    assert (row["adabs"], row["path"], row["compensation"]) == ("64", "fast", "True")
+    (swept,) = csv.DictReader(paths["sweep_csv"].open())
+    assert (swept["adabs_images"], swept["path"]) == ("64", "fast")
+    payload = json.loads(paths["json"].read_text())
+    assert payload["curves"][0]["scoring"] == {"adabs_images": 64, "repeats": 2, "path": "fast",
+                                               "compensation": True, "images": 100}
+    assert payload["scoring_defaults"]["adabs_images"] == defaults.ADABS_IMAGES
