@@ -39,6 +39,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from hwnas.common.devices import is_cuda, require_device
 from hwnas.common.errors import ConfigError, HwnasError
 from hwnas.common.seeds import stream_seed
 from hwnas.train.data import load_data
@@ -104,19 +105,27 @@ def setup(job: DDPJob) -> Dist:
     return join_group(FitConfig(**job.fit).device, job.backend)
 
 
+def group_backend(device: str, backend: str | None = None) -> str:
+    """The process-group backend for ``device``: ``backend`` when given, else NCCL on CUDA and
+    gloo on CPU (NCCL moves CUDA tensors only; gloo is torch's CPU collective)."""
+    return backend or ("nccl" if is_cuda(device) else "gloo")
+
+
 def join_group(device: str = "cpu", backend: str | None = None) -> Dist:
-    """This process's ``Dist``: under torchrun (``RANK`` set) it joins the process group (NCCL
-    on CUDA, gloo on CPU, or ``backend``); a plain process is rank 0 of 1."""
+    """This process's ``Dist``: under torchrun (``RANK`` set) it joins the process group
+    (``group_backend``) on ``cuda:LOCAL_RANK`` when ``device`` is CUDA (world size 1 on one GPU,
+    one rank per GPU on more); a plain process is rank 0 of 1. CUDA asked on a machine without
+    it is a clear error before any work."""
+    require_device(device, "fit.device")
     if "RANK" not in os.environ:
         return Dist(device=device)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", 0))
-    if torch.device(device).type == "cuda":
-        device = f"cuda:{local}"
+    if is_cuda(device):
+        device = require_device(f"cuda:{local}", "LOCAL_RANK")  # more ranks than GPUs: clear
         torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend or ("nccl" if device.startswith("cuda")
-                                                    else "gloo"))
+        dist.init_process_group(backend=group_backend(device, backend))
     return Dist(rank=rank, world=world, local_rank=local, device=device)
 
 

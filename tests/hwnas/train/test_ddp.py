@@ -81,7 +81,7 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
 
 def test_job_round_trips_through_json(tmp_path: Path, model_file: str) -> None:
     job = _job(model_file, tmp_path / "o", loss_factory="hwnas.compress.distill:make_loss",
-               loss_kwargs={"teacher_factory": "nas.results.export:load_model",
+               loss_kwargs={"teacher_factory": "search_spaces.checkpoint:load_model",
                             "teacher_kwargs": {"path": "t.pt"}, "alpha": 0.3})
     assert DDPJob.load(job.save(tmp_path / "job.json")) == job
 
@@ -145,3 +145,25 @@ def test_torchrun_rank_killed_then_rerun_resumes(tmp_path: Path, model_file: str
     ref, got = _weights(tmp_path / "ref"), _weights(out)
     for k in ref:
         torch.testing.assert_close(got[k], ref[k], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize(("device", "backend", "expected"), [
+    ("cpu", None, "gloo"), ("cuda", None, "nccl"), ("cuda:1", None, "nccl"),
+    ("cuda", "gloo", "gloo"),
+])
+def test_the_process_group_backend_follows_the_device(device, backend, expected):
+    from hwnas.train.ddp import group_backend
+
+    assert group_backend(device, backend) == expected
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_a_gpu_fails_before_joining(monkeypatch):
+    from hwnas.train import ddp
+
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setattr(ddp.dist, "init_process_group",
+                        lambda **kw: pytest.fail("joined a process group before the check"))
+    with pytest.raises(ConfigError, match="fit.device: CUDA asked on a CPU machine"):
+        ddp.join_group("cuda")
