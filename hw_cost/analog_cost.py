@@ -23,11 +23,30 @@ from torch import nn
 from analog.coverage import digital_layers, is_mappable
 from analog.fast import split_sizes
 from hw_cost.static import count_flops
-from hwnas.common.errors import ConfigError
+from hwnas.common.errors import ConfigError, Problem
 
 TILE_SIZE = 512
 """Crossbar rows = cols when no hardware model is named: aihwkit's default mapping, the one the
 ``pcm`` accuracy model uses (HERMES' 256x256 cores are ``AnalogFigures.core_rows``)."""
+
+
+ADC_SHARE_RANGE = (0.3, 0.7)
+"""Low and high ``adc_share`` of the sensitivity range: the published chip figures do not split
+the MVM energy between ADCs and array, so every estimate also gives the energy at these."""
+ADC_SCALINGS = ("walden", "linear")
+"""How an ADC conversion's energy grows with its bits: ``walden`` (2**(bits - 8), a constant
+Walden figure of merit; Murmann's ADC survey) or ``linear`` (bits / 8, as a SAR ADC's
+bit-cycles). Both are assumptions; the sensitivity range spans them."""
+OVERFLOW_RULE = (
+    "weights stay programmed: a model needing more cores than one chip has is priced as if "
+    "spread over chips_needed chips of the same kind (energy per MVM unchanged); a layer "
+    "needing more cores than one chip runs in ceil(cores / chip cores) rounds; no "
+    "reprogramming energy or time is charged, so on a single reprogrammed chip the estimate "
+    "is a lower bound")
+DIGITAL_REFERENCE = (
+    "lower bound: 8-bit MACs plus one SRAM read per weight and per input activation "
+    "(Horowitz 45 nm figures x node_scale); no DRAM, control, data movement or idle power, "
+    "so analog-vs-digital ratios from it are not findings")
 
 
 @dataclass(frozen=True)
@@ -36,31 +55,32 @@ class AnalogFigures:
 
     Analog, published (Le Gallo et al., "A 64-core mixed-signal in-memory compute chip based on
     phase-change memory for deep neural network inference", Nature Electronics 6, 680-693,
-    2023; IBM HERMES project chip, 14 nm): 64 cores of 256x256 PCM unit cells, 8-bit I/O MVMs;
-    one-phase read (one device pair per weight) 63.1 TOPS and 9.76 TOPS/W; the high-precision
-    four-phase read (two pairs per weight) 16.1 TOPS and 2.48 TOPS/W. Derived: one full
-    256x256 MVM is 131,072 ops, so 13.4 nJ and 132.9 ns per core (one-phase), 52.9 nJ and
-    521 ns (four-phase). ``read_mode`` follows the accuracy model's device model: one conductance
-    pair per weight (``pcm``) reads in one phase, two devices per weight (``pcm_hermes``) in four.
+    2023; IBM HERMES project chip, 14 nm): 64 cores of 256x256 PCM unit cells, 8-bit I/O MVMs.
+    One-phase read 63.1 TOPS and 9.76 TOPS/W; four-phase read 16.1 TOPS and 2.48 TOPS/W.
+    One- and four-phase are ways of applying signed inputs to signed weights (1 or 4 PWM
+    cycles per MVM; Ext. Data Fig. 4), not devices per weight: aihwkit's MVM is one signed
+    pass, so ``read_mode`` is ``one_phase`` unless asked for (the chip's 9.76 TOPS/W is its
+    one-phase peak). Derived: one full 256x256 MVM is 131,072 ops, so 13.4 nJ and 132.9 ns per
+    core (one-phase), 52.9 nJ and 521 ns (four-phase).
 
-    Partial tiles, ADC bits (assumptions; the paper reports full-tile MVMs at 8 bits only):
+    Partial cores, ADC bits (assumptions; the paper reports full-core MVMs at 8 bits only):
     ``adc_share`` of a full MVM's energy is the column ADCs, the rest scales with the cells in
-    use (rows with zero input draw no array current: PWM inputs of zero length). An ADC
-    conversion costs ``2**(bits - 8)`` times the 8-bit one (a constant Walden figure of merit,
-    energy per conversion step; Murmann, ADC performance survey). ``gate_unused_adcs``: unused
-    columns' ADCs are switched off (the paper does not say whether the chip can; set False to
-    charge every column of a tile).
+    use (rows with zero input draw no array current: PWM inputs of zero length). A crossbar
+    tile taller or wider than a core spans several cores, and every core slice converts its
+    own columns: one ADC conversion per column per core slice (the partial sums are added
+    digitally, not charged). A conversion costs ``adc_factor`` times the 8-bit one
+    (``adc_scaling``). ``gate_unused_adcs``: unused columns' ADCs are switched off (the paper
+    does not say whether the chip can; False charges every column of each core slice).
 
-    Digital reference at the same node, memory access included: an 8-bit MAC costs 0.2 pJ
-    (multiply) + 0.03 pJ (add) and a byte read from an 8 KB SRAM 1.25 pJ (10 pJ per 64-bit
-    word), all at 45 nm (Horowitz, ISSCC 2014), times ``node_scale`` for 45 -> 14 nm
-    (0.3: an assumption of the order of the dynamic-energy scaling of Stillmaker & Baas,
-    Integration 2017, not read from their tables). Traffic charged (a lower bound, both sides):
-    the digital accelerator reads every weight once per inference; both read each layer's
-    input activations once (the analog chip moves activations between cores digitally).
-    Digital MACs run at ``digital_macs_per_s``. Layers run one after another (no pipelining);
-    weights stay programmed; a layer needing more tiles than there are cores is
-    time-multiplexed over them.
+    Digital reference at the same node (a lower bound, ``DIGITAL_REFERENCE``): an 8-bit MAC
+    costs 0.2 pJ (multiply) + 0.03 pJ (add) and a byte read from an 8 KB SRAM 1.25 pJ (10 pJ
+    per 64-bit word), all at 45 nm (Horowitz, ISSCC 2014), times ``node_scale`` for 45 -> 14
+    nm (0.3: an assumption of the order of the dynamic-energy scaling of Stillmaker & Baas,
+    Integration 2017, not read from their tables). Traffic charged: the digital accelerator
+    reads every weight once per inference; both read each layer's input activations once
+    (the analog chip moves activations between cores digitally). Digital MACs run at
+    ``digital_macs_per_s``. Layers run one after another (no pipelining); a model larger than
+    the chip follows ``OVERFLOW_RULE``.
     """
 
     tile_rows: int = 256
@@ -75,11 +95,26 @@ class AnalogFigures:
     tops_per_w_four_phase: float = 2.48
     adc_bits: int = 8
     adc_share: float = 0.5
+    adc_scaling: str = "walden"
     gate_unused_adcs: bool = True
     digital_pj_per_mac_45nm: float = 0.23
     sram_pj_per_byte_45nm: float = 1.25
     node_scale: float = 0.3
     digital_macs_per_s: float = 1e12
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.read_mode not in ("one_phase", "four_phase"):
+            problems.append(Problem("read_mode", "must be one_phase or four_phase",
+                                    self.read_mode, "one_phase (aihwkit's signed MVM)"))
+        if self.adc_scaling not in ADC_SCALINGS:
+            problems.append(Problem("adc_scaling", f"must be one of {list(ADC_SCALINGS)}",
+                                    self.adc_scaling, "walden (the default)"))
+        if not 0 <= self.adc_share <= 1:
+            problems.append(Problem("adc_share", "must be in [0, 1]", self.adc_share,
+                                    f"use e.g. {ADC_SHARE_RANGE}"))
+        if problems:
+            raise ConfigError(problems)
 
     @property
     def ops_per_mvm(self) -> int:
@@ -102,6 +137,13 @@ class AnalogFigures:
         return self.ops_per_mvm / (self._peaks[1] * 1e12) * 1e9
 
     @property
+    def adc_factor(self) -> float:
+        """Energy of one conversion at ``adc_bits`` relative to an 8-bit one."""
+        if self.adc_scaling == "linear":
+            return self.adc_bits / 8
+        return 2.0 ** (self.adc_bits - 8)
+
+    @property
     def digital_pj_per_mac(self) -> float:
         return self.digital_pj_per_mac_45nm * self.node_scale
 
@@ -109,29 +151,51 @@ class AnalogFigures:
     def sram_pj_per_byte(self) -> float:
         return self.sram_pj_per_byte_45nm * self.node_scale
 
-    def tile_mvm_nj(self, rows: int, cols: int) -> float:
-        """Energy of one MVM on a tile using ``rows`` x ``cols`` cells."""
+    def core_slices(self, rows: int, cols: int) -> list[tuple[int, int]]:
+        """The parts of a ``rows`` x ``cols`` tile that land on separate cores (full cores
+        first)."""
+        def cut(n: int, size: int) -> list[int]:
+            return [min(size, n - i) for i in range(0, n, size)] or [0]
+
+        return [(r, c) for r in cut(rows, self.core_rows) for c in cut(cols, self.core_cols)]
+
+    def slice_mvm_nj(self, rows: int, cols: int) -> float:
+        """Energy of one MVM on one core using ``rows`` x ``cols`` of its cells."""
         full = self.mvm_nj
-        adc_cols = cols if self.gate_unused_adcs else max(cols, self.tile_cols)
-        adc = self.adc_share * full * adc_cols / self.core_cols * 2.0 ** (self.adc_bits - 8)
+        adc_cols = cols if self.gate_unused_adcs else self.core_cols
+        adc = self.adc_share * full * adc_cols / self.core_cols * self.adc_factor
         array = (1 - self.adc_share) * full * rows * cols / (self.core_rows * self.core_cols)
         return adc + array
+
+    def tile_mvm_nj(self, rows: int, cols: int) -> float:
+        """Energy of one MVM on a tile using ``rows`` x ``cols`` cells: each core slice pays
+        its own column conversions."""
+        return sum(self.slice_mvm_nj(r, c) for r, c in self.core_slices(rows, cols))
+
+    def assumptions(self) -> dict[str, Any]:
+        """What the estimate rests on, stated with every estimate."""
+        return {"adc_share": self.adc_share, "adc_bits": self.adc_bits,
+                "adc_scaling": self.adc_scaling, "read_mode": self.read_mode,
+                "tile": f"{self.tile_rows}x{self.tile_cols}",
+                "core": f"{self.core_rows}x{self.core_cols}", "cores": self.cores,
+                "gate_unused_adcs": self.gate_unused_adcs,
+                "adc_conversions": "one per column per core slice",
+                "overflow": OVERFLOW_RULE, "digital_reference": DIGITAL_REFERENCE}
 
 
 def figures_for(hw: str, figures: AnalogFigures | None = None,
                 options: dict[str, Any] | None = None) -> AnalogFigures:
-    """``figures`` with tile size, ADC bits and read mode of analog hardware model ``hw`` (with
-    the study's ``options`` applied, e.g. ``{"tile_size": 256}``), so the cost describes the
-    hardware the accuracy model simulates."""
+    """``figures`` with tile size and ADC bits of analog hardware model ``hw`` (with the study's
+    ``options`` applied, e.g. ``{"tile_size": 256}``), so the cost describes the hardware the
+    accuracy model simulates. The read mode stays ``figures``': it is how the chip applies
+    signed inputs, which no device model decides (devices per weight do not)."""
     import analog  # deferred: aihwkit is a heavy import
 
     desc = analog.get_hw(hw).describe(**(options or {}))
     bits = round(math.log2(1 / desc["out_res"] + 2)) if 0 < desc["out_res"] < 1 else 8
-    two_devices = desc["noise_model"].get("num_devices") == 2
     rows, cols = desc["tile_rows"], desc["tile_cols"]
     return replace(figures or AnalogFigures(), tile_rows=rows if rows > 0 else 0,
-                   tile_cols=cols if cols > 0 else 0, adc_bits=bits,
-                   read_mode="four_phase" if two_devices else "one_phase")
+                   tile_cols=cols if cols > 0 else 0, adc_bits=bits)
 
 
 def is_analog_mappable(module: nn.Module) -> bool:
@@ -183,7 +247,7 @@ def _layer_costs(model: nn.Module, counts: dict[str, int], fig: AnalogFigures) -
         shapes = [(r, c) for r in split_sizes(rows, fig.tile_rows)
                   for c in split_sizes(cols, fig.tile_cols)]
         # a tile larger than a core spans several cores
-        cores = sum(math.ceil(r / fig.core_rows) * math.ceil(c / fig.core_cols) for r, c in shapes)
+        cores = sum(len(fig.core_slices(r, c)) for r, c in shapes)
         layers.append({"name": name, "rows": rows, "cols": cols, "tiles": len(shapes),
                        "cores": cores, "mvms": mvms, "tile_mvms": mvms * len(shapes),
                        "macs": mvms * rows * cols, "weights": modules[name].weight.numel(),
@@ -209,6 +273,18 @@ def _figures(tile_size: int | None, figures: AnalogFigures | None, hw: str | Non
         raise ConfigError.one("tile_size", "must be a positive integer (crossbar rows = cols)",
                               tile_size, "pass e.g. --tile-size 256")
     return replace(fig, tile_rows=tile_size, tile_cols=tile_size)
+
+
+def _energy_range(model: nn.Module, counts: dict[str, int], fig: AnalogFigures,
+                  digital_nj: float) -> dict[str, Any]:
+    """Energy (uJ) at the low and high ends of the unsourced assumptions: ``adc_share`` over
+    ``ADC_SHARE_RANGE`` and both ``ADC_SCALINGS`` (the read mode is a choice, not an
+    uncertainty, and stays as given)."""
+    totals = [(sum(layer["energy_nj"] for layer in _layer_costs(
+        model, counts, replace(fig, adc_share=share, adc_scaling=scaling))) + digital_nj) / 1e3
+              for share in ADC_SHARE_RANGE for scaling in ADC_SCALINGS]
+    return {"low": min(totals), "high": max(totals),
+            "varied": {"adc_share": list(ADC_SHARE_RANGE), "adc_scaling": list(ADC_SCALINGS)}}
 
 
 def flat_analog(estimate: dict) -> dict[str, float]:
@@ -253,6 +329,7 @@ def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int 
     digital_nj = _digital_nj(digital_macs, total_weights - analog_weights, acts, fig)
     reference_nj = _digital_nj(total_macs, total_weights, acts, fig)
     analog_us = sum(layer["latency_ns"] for layer in layers) / 1e3
+    cores_used = sum(layer["cores"] for layer in layers)
     digital_us = digital_macs / fig.digital_macs_per_s * 1e6
     out = {
         "estimate": True,
@@ -260,8 +337,9 @@ def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int 
         "hw": hw, "hw_options": dict(hw_options or {}), "adc_bits": fig.adc_bits,
         "read_mode": fig.read_mode,
         "tiles": sum(layer["tiles"] for layer in layers),
-        "cores_used": sum(layer["cores"] for layer in layers),
-        "fits_on_chip": sum(layer["cores"] for layer in layers) <= fig.cores,
+        "cores_used": cores_used,
+        "fits_on_chip": cores_used <= fig.cores,
+        "chips_needed": max(math.ceil(cores_used / fig.cores), 1),
         "analog_layers": len(layers),
         "digital_weight_layers": sum(
             1 for n, m in model.named_modules()
@@ -275,9 +353,12 @@ def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int 
         "digital_macs": digital_macs,
         "analog_mac_fraction": analog_macs / max(total_macs, 1),
         "energy_uj": (analog_nj + digital_nj) / 1e3,
+        "energy_uj_range": _energy_range(model, counts, fig, digital_nj),
         "analog_energy_uj": analog_nj / 1e3,
         "digital_energy_uj": digital_nj / 1e3,
         "digital_reference_energy_uj": reference_nj / 1e3,
+        "digital_reference_is": "a lower bound (assumptions.digital_reference)",
+        "assumptions": fig.assumptions(),
         "latency_us": analog_us + digital_us,
         "analog_latency_us": analog_us,
         "digital_latency_us": digital_us,

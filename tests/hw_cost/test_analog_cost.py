@@ -73,7 +73,11 @@ def test_hardware_model_sets_tile_size_bits_and_read_mode():
 
     pcm, hermes = figures_for("pcm"), figures_for("pcm_hermes")
     assert (pcm.tile_rows, pcm.adc_bits, pcm.read_mode) == (512, 9, "one_phase")
-    assert hermes.read_mode == "four_phase"
+    # one- vs four-phase is how signed inputs meet signed weights, not devices per weight:
+    # HERMES' two devices per weight do not make it four-phase
+    assert hermes.read_mode == "one_phase"
+    assert figures_for("pcm_hermes", AnalogFigures(read_mode="four_phase")).read_mode == \
+        "four_phase"
     assert figures_for("pcm", AnalogFigures()).tile_rows == 512
     assert analog_cost(_model(), (3, 8, 8), hw="pcm")["tile_size"] == 512
 
@@ -140,3 +144,62 @@ def test_what_maps_to_tiles(module, mappable):
 def test_bad_tile_size(tile_size):
     with pytest.raises(ConfigError, match="tile_size: must be a positive integer"):
         analog_cost(_model(), (3, 8, 8), tile_size=tile_size)
+
+
+def test_devices_per_weight_do_not_change_the_energy():
+    # pcm and pcm_hermes share tile size and ADC bits; only the device model differs
+    pcm = analog_cost(_model(), (3, 8, 8), hw="pcm")
+    hermes = analog_cost(_model(), (3, 8, 8), hw="pcm_hermes")
+    assert hermes["energy_uj"] == pytest.approx(pcm["energy_uj"])
+    assert hermes["assumptions"]["read_mode"] == "one_phase"
+
+
+def test_a_tile_taller_than_a_core_converts_once_per_core_slice():
+    fig = AnalogFigures(tile_rows=512, tile_cols=512)
+    assert fig.core_slices(512, 100) == [(256, 100), (256, 100)]
+    assert fig.core_slices(300, 600) == [(256, 256), (256, 256), (256, 88), (44, 256),
+                                         (44, 256), (44, 88)]
+    adc = 0.5 * fig.mvm_nj * 100 / 256  # one core's conversions of 100 columns at 8 bits
+    array = 0.5 * fig.mvm_nj * 512 * 100 / (256 * 256)
+    assert fig.tile_mvm_nj(512, 100) == pytest.approx(2 * adc + array)
+    assert fig.tile_mvm_nj(512, 100) == pytest.approx(2 * fig.tile_mvm_nj(256, 100))
+    ungated = replace(fig, gate_unused_adcs=False)
+    assert ungated.tile_mvm_nj(300, 100) == pytest.approx(
+        2 * 0.5 * fig.mvm_nj + 0.5 * fig.mvm_nj * 300 * 100 / 256**2)
+
+
+def test_a_model_larger_than_the_chip_is_flagged_with_its_rule():
+    big = nn.Sequential(nn.Linear(4096, 4096))
+    cost = analog_cost(big, (4096,), tile_size=256)
+    assert (cost["cores_used"], cost["fits_on_chip"], cost["chips_needed"]) == (256, False, 4)
+    assert "no reprogramming" in cost["assumptions"]["overflow"]
+    assert analog_cost(_model(), (3, 8, 8))["chips_needed"] == 1
+
+
+def test_every_estimate_carries_its_assumptions_and_range():
+    cost = analog_cost(_model(), (3, 8, 8), hw="pcm", hw_options={"adc_bits": 10})
+    assumed = cost["assumptions"]
+    assert (assumed["adc_share"], assumed["adc_bits"], assumed["tile"], assumed["read_mode"]) \
+        == (0.5, 10, "512x512", "one_phase")
+    assert "lower bound" in assumed["digital_reference"] and "lower bound" in \
+        cost["digital_reference_is"]
+    span = cost["energy_uj_range"]
+    assert span["low"] < cost["energy_uj"] < span["high"]
+    fig = figures_for_cost(cost)
+    # the ends are the estimate at the extreme assumptions, nothing else changed
+    ends = [analog_cost(_model(), (3, 8, 8), figures=replace(fig, adc_share=a, adc_scaling=k))
+            ["energy_uj"] for a in (0.3, 0.7) for k in ("walden", "linear")]
+    assert (span["low"], span["high"]) == (pytest.approx(min(ends)), pytest.approx(max(ends)))
+
+
+def figures_for_cost(cost: dict) -> AnalogFigures:
+    from dataclasses import fields
+
+    return AnalogFigures(**{f.name: cost["figures"][f.name] for f in fields(AnalogFigures)})
+
+
+@pytest.mark.parametrize(("field", "value"), [("read_mode", "two_phase"),
+                                              ("adc_scaling", "cubic"), ("adc_share", 1.5)])
+def test_bad_figures_are_clear_errors(field, value):
+    with pytest.raises(ConfigError, match=field):
+        AnalogFigures(**{field: value})
