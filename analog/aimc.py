@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
+from analog.caveats import CAVEATS
 from analog.coverage import coverage, digital_layers, split_layers, warn_if_partial
 from analog.hw import HW, HardwareModel
 from analog.input_ranges import (
@@ -262,11 +263,18 @@ class AnalogHW(HardwareModel):
     """A hardware model on aihwkit tiles; ``apply`` converts with ``convert_to_analog``.
 
     ``times``: the only drift times (s) the device model defines, or None for any time.
+    ``caveats``: what the model does not describe, printed by ``hwnas analog list`` and stored
+    in every result's ``hw_config``; None takes the built-in entry's (``analog.caveats``).
     """
 
     base: Callable[[], Any] = _pcm_config
     times: tuple[float, ...] | None = None
+    caveats: tuple[str, ...] | None = None
     kind: ClassVar[str] = "analog"
+
+    def __post_init__(self) -> None:
+        if self.caveats is None:  # frozen: set once, here
+            object.__setattr__(self, "caveats", CAVEATS.get(self.name, ()))
 
     def rpu_config(self, **overrides: Any):
         opts = AnalogOptions.parse(f"{self.name} options", overrides)
@@ -276,7 +284,7 @@ class AnalogHW(HardwareModel):
     def describe(self, **overrides: Any) -> dict[str, Any]:
         """``describe_rpu`` of this model's rpu config with ``overrides`` applied."""
         return {"name": self.name, "description": self.description,
-                **describe_rpu(self.rpu_config(**overrides))}
+                **describe_rpu(self.rpu_config(**overrides)), "caveats": list(self.caveats)}
 
     def time_problems(self, seconds: list[float]) -> list[Problem]:
         if self.times is None:

@@ -84,6 +84,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name in list_hw(args.pattern):
         hw = get_hw(name)
         print(f"{name:<20} {hw.kind:<8} {hw.description}")
+        for caveat in getattr(hw, "caveats", None) or ():
+            print(f"{'':<29} caveat: {caveat}")
     print("also: fqN / wXaY for any N, X, Y in 2..16 (N-bit fake-quant)")
     return 0
 
