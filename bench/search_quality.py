@@ -38,7 +38,7 @@ from scipy.stats import mannwhitneyu
 from hwnas.common.provenance import provenance
 from nas.algorithms.pareto import hypervolume, pareto_mask
 from nas.algorithms.samplers import make_sampler
-from nas.scoring.tabular import TabularEvaluator
+from nas.study.table import TabularEvaluator
 from search_spaces import get_space
 
 DATA = Path(__file__).resolve().parent / "data"

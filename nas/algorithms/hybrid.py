@@ -1,10 +1,12 @@
 """The default sampler: Pareto local search blended with multivariate TPE, without repeats.
 
-Why this design (measured in ``bench/search_quality.py``, figures in ``bench/results/nas.md``):
-architecture spaces are discrete and small next to a budget of a few hundred evaluations, so
+Why this design (measured in ``bench/search_quality.py`` and ``bench/search_conditional.py``,
+figures in ``bench/results/``): architecture spaces are discrete and small next to a budget of a
+few hundred evaluations, so
 
 * plain samplers propose architectures already evaluated; every repeat wastes a whole training.
-  Here a proposal equal to a finished, running or queued trial is replaced by a mutation of it;
+  Here a proposal equal to a finished, running or queued trial (on every parameter it asked,
+  conditional ones included: the whole arch string) is replaced by a mutation of it;
 * good architectures have good neighbours (one op or one width apart). Mutating members of the
   current Pareto front is a cheap, strong move (the "local search" baseline of NAS benchmarks);
 * mutating the members that add most to the front's hypervolume (the ends and the edges of
@@ -12,7 +14,16 @@ architecture spaces are discrete and small next to a budget of a few hundred eva
   members uniformly: on held-out seeds of the benchmark tables it raised the median
   hypervolume at 300 evaluations on all four tables without noise;
 * TPE (multivariate, grouped, constant liar for parallel workers) keeps a global model of where the
-  good regions are, so the search does not get stuck on one part of the front.
+  good regions are, so the search does not get stuck on one part of the front. Grouped TPE
+  models each set of parameters that occur together, so conditional choices are modelled on the
+  trials that have them.
+
+Conditional (define-by-run) spaces: each trial is planned whole (``nas.algorithms.plans``) and
+served to ``trial.suggest_*`` name by name, so mutations reach every choice that exists. With a
+space attached (``attach``, as the study driver does) the plan comes from ``space.sample`` and
+mutations from ``space.mutate``; without one, from the parameters the study has seen. An
+attached ``BudgetFilter`` replaces proposals that are clearly over a cost budget before they are
+measured (bounded retries, then the proposal goes through).
 
 Each trial picks its move from a generator seeded with ``(seed, trial number)``, so one worker
 is reproducible and parallel workers draw different moves.
@@ -25,21 +36,19 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.distributions import (
-    BaseDistribution,
-    CategoricalDistribution,
-    FloatDistribution,
-    IntDistribution,
-)
+from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler, RandomSampler, TPESampler
-from optuna.search_space import IntersectionSearchSpace
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.errors import ConfigError
+from nas.algorithms import plans
 from nas.algorithms.pareto import pareto_mask, to_loss
+from nas.algorithms.prefilter import BudgetFilter
 
 PARENT_RULES = ("hvc", "uniform")
+FILTER_TRIES = 20  # proposals tried against the budget filter before one goes through anyway
+NOVEL_TRIES = 50
 
 
 class HybridSampler(BaseSampler):
@@ -68,10 +77,18 @@ class HybridSampler(BaseSampler):
         self._tpe = TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True,
                                n_startup_trials=n_startup_trials)
         self._random = RandomSampler(seed=seed)
-        self._space = IntersectionSearchSpace(include_pruned=True)
-        self._parents: dict[int, dict[str, Any]] = {}
+        self._space: Any = None
+        self._filter: BudgetFilter | None = None
+        self._plans: dict[int, dict[str, Any]] = {}
         self.moves: dict[int, str] = {}
         """Each trial's move (random, tpe or mutate) by trial number, for this process's trials."""
+        self.parents: dict[int, int] = {}
+        """The front member each mutation started from, by trial number (this process's)."""
+
+    def attach(self, *, space: Any = None, prefilter: BudgetFilter | None = None) -> None:
+        """Plan trials with ``space`` (a ``search_spaces.SearchSpace``: its ``sample`` and
+        ``mutate``) and drop proposals ``prefilter`` finds clearly over a budget (needs space)."""
+        self._space, self._filter = space, prefilter
 
     def reseed_rng(self) -> None:
         self._tpe.reseed_rng()
@@ -93,44 +110,22 @@ class HybridSampler(BaseSampler):
         self.moves[trial.number] = move
         return move
 
+    # -- Optuna's interface: the whole trial is planned, then served name by name -------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial
                                     ) -> dict[str, BaseDistribution]:
-        return self._space.calculate(study)
+        return {}  # not the intersection: it would hide every conditional choice
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        if not search_space:
-            return {}
-        move = self._move(study, trial)
-        rng = self._rng(trial, 1)
-        seen = _seen(study, search_space, exclude=trial.number)
-        if move == "tpe":
-            tpe_space = self._tpe.infer_relative_search_space(study, trial)
-            params = self._tpe.sample_relative(study, trial, tpe_space)
-            params = {k: params[k] for k in search_space if k in params}
-            if len(params) < len(search_space):
-                params = _random_params(search_space, rng)
-        elif move == "mutate":
-            parent = _pick_parent(study, rng, self._parent)
-            if parent is None:
-                params = _random_params(search_space, rng)
-            else:
-                self._parents[trial.number] = parent.params
-                params = _mutate({k: parent.params.get(k) for k in search_space},
-                                 search_space, rng, self._max_mut)
-        else:
-            params = _random_params(search_space, rng)
-        return _novel(params, search_space, seen, rng, self._max_mut)
+        return {}
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
-        move = self._move(study, trial)
-        parent = self._parents.get(trial.number, {})
-        if move == "mutate" and param_name in parent:
-            value = parent[param_name]
-            if _contains(param_distribution, value):
-                return value
-        if move == "tpe":
+        plan = self._plan(study, trial)
+        if param_name in plan and plans.contains(param_distribution, plan[param_name]):
+            return plan[param_name]
+        # a name the plan lacks: a choice the study has not seen yet, or a knob outside the space
+        if self._move(study, trial) == "tpe":
             return self._tpe.sample_independent(study, trial, param_name, param_distribution)
         return self._random.sample_independent(study, trial, param_name, param_distribution)
 
@@ -139,22 +134,94 @@ class HybridSampler(BaseSampler):
 
     def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState,
                     values: Sequence[float] | None) -> None:
-        self._parents.pop(trial.number, None)
+        self._plans.pop(trial.number, None)
         self._tpe.after_trial(study, trial, state, values)
 
+    # -- planning -----------------------------------------------------------------------------
+    def _pick_parent(self, study: Study, trial: FrozenTrial,
+                     rng: np.random.Generator) -> FrozenTrial | None:
+        parent = _pick_parent(study, rng, self._parent)
+        if parent is not None:
+            self.parents[trial.number] = parent.number
+        return parent
 
-# -- helpers ---------------------------------------------------------------------------------
-def _key(params: dict[str, Any], names: Sequence[str]) -> tuple:
-    return tuple((n, repr(params.get(n))) for n in names)
+    def _plan(self, study: Study, trial: FrozenTrial) -> dict[str, Any]:
+        if trial.number not in self._plans:
+            move, rng = self._move(study, trial), self._rng(trial, 1)
+            seen = plans.seen_items(study, exclude=trial.number)
+            plan = (self._plan_arch(study, trial, move, rng, seen) if self._space is not None
+                    else self._plan_params(study, trial, move, rng, seen))
+            self._plans[trial.number] = plan
+        return self._plans[trial.number]
+
+    def _tpe_values(self, study: Study, trial: FrozenTrial) -> dict[str, Any]:
+        tpe_space = self._tpe.infer_relative_search_space(study, trial)
+        return self._tpe.sample_relative(study, trial, tpe_space)
+
+    def _plan_params(self, study: Study, trial: FrozenTrial, move: str,
+                     rng: np.random.Generator, seen: list[plans.Items]) -> dict[str, Any]:
+        """A plan over every parameter seen so far (no space attached)."""
+        union = plans.union_space(study)
+        if not union:
+            return {}
+        plan = plans.random_params(union, rng)
+        if move == "tpe":
+            plan |= {k: v for k, v in self._tpe_values(study, trial).items() if k in union}
+        elif move == "mutate":
+            parent = self._pick_parent(study, trial, rng)
+            if parent is not None:
+                plan |= plans.mutate_params(parent.params, parent.distributions, rng,
+                                            self._max_mut)
+        return self._novel_params(plan, union, seen, rng)
+
+    def _novel_params(self, plan: dict[str, Any], union: dict[str, BaseDistribution],
+                      seen: list[plans.Items], rng: np.random.Generator) -> dict[str, Any]:
+        """``plan`` unless it repeats a trial; else its nearest unseen mutation (or a random
+        one). The mutation changes names the repeated trial asked, so it leaves that trial."""
+        cand = plan
+        for i in range(NOVEL_TRIES):
+            twin = plans.is_repeat(cand, seen)
+            if twin is None:
+                return cand
+            asked = {name: union[name] for name, _ in twin if name in union}
+            cand = (plans.mutate_params(plan, asked, rng, self._max_mut + i // 10)
+                    if i < NOVEL_TRIES // 2 else plans.random_params(union, rng))
+        return cand  # the space is (nearly) exhausted: a repeat is better than no trial
+
+    def _plan_arch(self, study: Study, trial: FrozenTrial, move: str,
+                   rng: np.random.Generator, seen: list[plans.Items]) -> dict[str, Any]:
+        """A plan from the attached space: one arch, novel, and inside the budgets if it can."""
+        parent = self._pick_parent(study, trial, rng) if move == "mutate" else None
+        first = None
+        for attempt in range(FILTER_TRIES if self._filter is not None else 1):
+            arch = self._propose(study, trial, move, parent, rng, attempt)
+            arch = self._novel_arch(arch, seen, rng)
+            first = first or arch
+            if self._filter is None or not self._filter.over(study, arch):
+                return plans.params_of(self._space, arch, rng)
+        return plans.params_of(self._space, first, rng)  # nothing passed: let one through
+
+    def _propose(self, study: Study, trial: FrozenTrial, move: str, parent: FrozenTrial | None,
+                 rng: np.random.Generator, attempt: int) -> str:
+        if move == "mutate" and parent is not None:  # every retry: another neighbour
+            base = plans.parent_arch(self._space, parent, rng)
+            return plans.mutate_arch(self._space, base, rng, plans.n_changes(rng, self._max_mut))
+        if move == "tpe" and attempt == 0:
+            return plans.record(self._space, self._tpe_values(study, trial), rng)[0]
+        return plans.record(self._space, {}, rng)[0]
+
+    def _novel_arch(self, arch: str, seen: list[plans.Items],
+                    rng: np.random.Generator) -> str:
+        cand = arch
+        for i in range(NOVEL_TRIES):
+            if plans.is_repeat(plans.params_of(self._space, cand, rng), seen) is None:
+                return cand
+            cand = (plans.mutate_arch(self._space, arch, rng, 1 + i // 10) if i < NOVEL_TRIES // 2
+                    else plans.record(self._space, {}, rng)[0])
+        return cand
 
 
-def _seen(study: Study, space: dict[str, BaseDistribution], exclude: int) -> set[tuple]:
-    names = sorted(space)
-    trials = study.get_trials(deepcopy=False)
-    return {_key(t.params, names) for t in trials
-            if t.number != exclude and all(n in t.params for n in names)}
-
-
+# -- parents ---------------------------------------------------------------------------------
 def _pick_parent(study: Study, rng: np.random.Generator,
                  rule: str = "uniform") -> FrozenTrial | None:
     done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -186,68 +253,3 @@ def _hvc_weights(values: np.ndarray, mask: np.ndarray, dirs: list[str]) -> np.nd
     contrib = moocore.hv_contributions(norm, ref=np.full(norm.shape[1], 1.1))
     total = contrib.sum()
     return contrib / total if total > 0 else np.full(len(norm), 1.0 / len(norm))
-
-
-def _contains(dist: BaseDistribution, value: Any) -> bool:
-    """Whether ``value`` is a valid choice of ``dist`` (a parent's value in a changed space)."""
-    if isinstance(dist, CategoricalDistribution):
-        return value in dist.choices
-    if isinstance(dist, IntDistribution | FloatDistribution):
-        ok = isinstance(value, int | float) and dist.low <= value <= dist.high
-        return ok and (not dist.step or abs((value - dist.low) / dist.step
-                                            - round((value - dist.low) / dist.step)) < 1e-8)
-    return False
-
-
-def _random_value(dist: BaseDistribution, rng: np.random.Generator) -> Any:
-    if isinstance(dist, CategoricalDistribution):
-        return dist.choices[int(rng.integers(len(dist.choices)))]
-    if isinstance(dist, IntDistribution):
-        n = (dist.high - dist.low) // dist.step
-        return dist.low + dist.step * int(rng.integers(n + 1))
-    if isinstance(dist, FloatDistribution):
-        if dist.log:
-            return float(np.exp(rng.uniform(np.log(dist.low), np.log(dist.high))))
-        if dist.step:
-            n = int(round((dist.high - dist.low) / dist.step))
-            return dist.low + dist.step * int(rng.integers(n + 1))
-        return float(rng.uniform(dist.low, dist.high))
-    raise TypeError(f"unsupported distribution {dist!r}")
-
-
-def _random_params(space: dict[str, BaseDistribution], rng: np.random.Generator) -> dict:
-    return {name: _random_value(dist, rng) for name, dist in space.items()}
-
-
-def _neighbour(value: Any, dist: BaseDistribution, rng: np.random.Generator) -> Any:
-    if isinstance(dist, CategoricalDistribution):
-        others = [c for c in dist.choices if c != value] or list(dist.choices)
-        return others[int(rng.integers(len(others)))]
-    if isinstance(dist, IntDistribution) and value is not None and rng.random() < 0.5:
-        # one step up or down keeps depths and widths local, the most common useful move
-        step = dist.step * (1 if rng.random() < 0.5 else -1)
-        return int(min(max(value + step, dist.low), dist.high))
-    return _random_value(dist, rng)
-
-
-def _mutate(params: dict[str, Any], space: dict[str, BaseDistribution],
-            rng: np.random.Generator, max_mut: int) -> dict[str, Any]:
-    names = sorted(space)
-    k = 1 + int(rng.binomial(max_mut - 1, 0.3)) if max_mut > 1 else 1
-    out = dict(params)
-    for name in rng.choice(names, size=min(k, len(names)), replace=False):
-        out[name] = _neighbour(out.get(name), space[name], rng)
-    return out
-
-
-def _novel(params: dict[str, Any], space: dict[str, BaseDistribution], seen: set[tuple],
-           rng: np.random.Generator, max_mut: int, tries: int = 50) -> dict[str, Any]:
-    """``params`` unless already evaluated; else its nearest unseen mutation (or a random one)."""
-    names = sorted(space)
-    cand = params
-    for i in range(tries):
-        if _key(cand, names) not in seen:
-            return cand
-        cand = (_mutate(params, space, rng, max_mut + i // 10) if i < tries // 2
-                else _random_params(space, rng))
-    return cand  # the space is (nearly) exhausted: a repeat is better than no trial

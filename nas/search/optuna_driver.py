@@ -27,6 +27,7 @@ from optuna.trial import FrozenTrial, TrialState
 from nas.algorithms.samplers import make_sampler
 from nas.scoring.evaluate import Evaluator, Outcome
 from nas.search import schedule
+from nas.search.budget_filter import attach_sampler
 from nas.search.progress import StudyProgress
 from nas.study import store
 from nas.study.config import StudyConfig, validate_study
@@ -87,6 +88,7 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
         return
     evaluator = Evaluator(cfg)
     evaluator.prepare()  # a missing data set is one clear error, not n failed trials
+    attach_sampler(sampler, evaluator)  # the space, and budgets known before training
     stop = _StopRule(cfg.n_trials, cfg.max_failed or cfg.n_trials, on_trial)
     objective, callbacks = make_objective(evaluator, study_dir, index), [stop]
     sh = schedule.make(cfg)
