@@ -11,6 +11,15 @@ from hwnas.common.errors import ConfigError
 
 T = TypeVar("T")
 
+# The CLI commands that list a kind's names; a kind without one gets no command in its fix.
+# tests/hwnas/common/test_registry_hints.py checks every command here exists in `hwnas --help`.
+LIST_COMMANDS: dict[str, str] = {
+    "space": "hwnas spaces list",
+    "data set": "hwnas data list",
+    "hardware model": "hwnas analog list",
+}
+ALL: list[Registry] = []  # every registry created, so tests can walk them all
+
 
 class Registry(Generic[T]):
     """Named entries of one kind (spaces, data sets, hardware models, latency backends).
@@ -26,6 +35,7 @@ class Registry(Generic[T]):
         self.kind = kind
         self._entries: dict[str, T] = {}
         self._origins: dict[str, str] = {}
+        ALL.append(self)
 
     def register(self, name: str, *, replace: bool = False) -> Callable[[T], T]:
         def deco(obj: T) -> T:
@@ -44,10 +54,15 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         plugins.load_entry_points()
         if name not in self._entries:
-            raise ConfigError.one(
-                self.kind, f"must be one of {sorted(self._entries)}", name,
-                f"use a registered {self.kind} (see `hwnas {self.kind.split()[0]}s list`)")
+            raise ConfigError.one(self.kind, f"must be one of {sorted(self._entries)}", name,
+                                  self.fix())
         return self._entries[name]
+
+    def fix(self) -> str:
+        """The fix a miss suggests: the command that lists this kind, where the CLI has one."""
+        command = LIST_COMMANDS.get(self.kind)
+        where = f" (see `{command}`)" if command else ""
+        return f"use one of the registered {self.kind} names above{where}, or register a plugin"
 
     def list(self, pattern: str = "*") -> list[str]:
         plugins.load_entry_points()
