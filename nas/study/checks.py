@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from hwnas.common.errors import ConfigError, Problem
+from hwnas.resources import shipped
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -143,11 +144,11 @@ def time_problem(where: str, time: Any) -> Problem | None:
 
 
 def resolve_path(path: str | Path) -> Path:
-    """A relative data path is tried from the working directory, then from the repo root."""
+    """A relative data path is tried from the working directory, then as a shipped file."""
     p = Path(path)
     if p.is_absolute() or p.exists():
         return p
-    return REPO / p if (REPO / p).exists() else p
+    return shipped(p) or p  # the installed package's copy, else the checkout's
 
 
 def _str(v: Any) -> bool:

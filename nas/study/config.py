@@ -25,13 +25,14 @@ from pydantic import (
 
 from hwnas.common.errors import ConfigError
 from hwnas.common.plugins import is_path, load_entry_points, load_plugins
+from hwnas.resources import studies_dir
 from hwnas.train.fit_config import FitConfig
 from nas.search.schedule import ScheduleCfg, schedule_problems
 from nas.study.checks import hw_options_problems, pydantic_problems, registry_problems
 from nas.study.mapping import MappingCfg, mapping_problems, parse_mapping
 from nas.study.objectives import METRICS, Budget, Objective, time_label
 
-STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
+STUDIES_DIR = studies_dir()  # inside the installed package, else the checkout's studies/
 AUTO_HWA_EPOCHS = 0.5  # `hw_eval.hwa: auto`: a short fine-tune, as AnalogNAS scores candidates
 _FIT = {f.name: f.default for f in fields(FitConfig)}  # TrainCfg's defaults: one source
 
