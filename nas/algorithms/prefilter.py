@@ -27,6 +27,8 @@ import numpy as np
 from optuna.study import Study
 from optuna.trial import TrialState
 
+from hwnas.common.errors import ConfigError
+
 STATIC_KEYS = ("params", "macs")
 MIN_FIT = 2  # measured trials before the fit is trusted (one gives the scale, two a slope)
 
@@ -38,6 +40,11 @@ class Limit:
     key: str
     max: float | None = None
     min: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max is None and self.min is None:
+            raise ConfigError.one(f"budget on {self.key}", "needs a max or a min", "neither",
+                                  "give max (e.g. 5.0) or min, or drop the budget")
 
 
 class BudgetFilter:
