@@ -1,8 +1,10 @@
 """Fidelity: how well a scoring recipe ranks candidates, against a precise truth and across seeds.
 
+    python bench/fidelity.py bands --sample 170               # latency bands of truth v2
     python bench/fidelity.py truth --workers 1 --hours 2      # grow the truth set (resumable)
     python bench/fidelity.py truth --workers 6 --device cuda  # the same on a GPU, 6 workers on it
-    python bench/fidelity.py score --recipes all --seeds 0,1   # score the truth archs per recipe
+    python bench/fidelity.py baselines --seeds 1,2             # free baselines per truth arch
+    python bench/fidelity.py score --recipes all --seeds 1,2   # score the truth archs per recipe
     python bench/fidelity.py time --archs 3                    # s/candidate, every recipe, one run
     python bench/fidelity.py report                            # table + plot from the stored scores
 
@@ -50,14 +52,18 @@ def truth_archs(spec: str) -> dict[str, list[str]]:
     return chosen
 
 
-def _worker(spaces: dict[str, list[str]], threads: int, seconds: float | None,
+def _worker(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None,
             device: str = "cpu") -> None:
+    """Run truth units; ``spaces`` None: truth v2's plan (latency bands, second seed)."""
+    import fidelity_bands as bands
+
     truth.DEVICE = device  # a spawned worker imports the module afresh
-    truth.work(truth.plan(spaces), threads=threads, stop_after=seconds)
+    units = bands.plan_v2() if spaces is None else truth.plan(spaces)
+    truth.work(units, threads=threads, stop_after=seconds)
 
 
 def cmd_truth(args: argparse.Namespace) -> None:
-    spaces = truth_archs(args.spaces)
+    spaces = truth_archs(args.spaces) if args.plan == "v1" else None
     seconds = args.hours * 3600 if args.hours else None
     if args.workers == 1:
         _worker(spaces, args.threads, seconds, args.device)
@@ -72,6 +78,32 @@ def cmd_truth(args: argparse.Namespace) -> None:
     print(f"truth: {truth.write_truth()}")
 
 
+def cmd_bands(args: argparse.Namespace) -> None:
+    import fidelity_bands as bands
+
+    for space in args.spaces.split(","):
+        measured = bands.measure(space, bands.candidates(space, args.sample))
+        picked = bands.pick(space, measured)
+        for name, archs in picked.items():
+            print(f"{space} {name}: {len(archs)} archs")
+        print(f"bands: {bands.write(space, picked, measured)}")
+
+
+def cmd_baselines(args: argparse.Namespace) -> None:
+    import fidelity_baselines as baselines
+
+    archs = [a for a in truth_archs(DEFAULT_SPACES).get("resnet", []) + _banded("resnet")]
+    table = baselines.compute("resnet", list(dict.fromkeys(archs)),
+                              [int(s) for s in args.seeds.split(",")])
+    print(f"baselines: {len(table)} rows in {baselines.BASELINES}")
+
+
+def _banded(space: str) -> list[str]:
+    import fidelity_bands as bands
+
+    return bands.band_archs(space)
+
+
 def cmd_score(args: argparse.Namespace) -> None:
     import fidelity_recipes as recipes
     import pandas as pd
@@ -79,7 +111,12 @@ def cmd_score(args: argparse.Namespace) -> None:
     spaces = truth_archs(args.spaces)
     names = list(recipes.RECIPES) if args.recipes == "all" else args.recipes.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
-    archs = spaces.get("resnet", [])
+    archs = list(dict.fromkeys(spaces.get("resnet", []) + _banded("resnet")))
+    if args.max_latency:  # the search's pool: archs a study with that budget would train
+        import fidelity_bands as bands
+
+        lat = bands.measure("resnet", archs)
+        archs = [a for a in archs if lat[a]["latency_ms"] <= args.max_latency]
     if args.with_truth:  # the ranking needs both sides: skip archs the truth does not hold yet
         path = truth.DATA / "truth.csv"
         held = set(pd.read_csv(path).arch) if path.is_file() else set()
@@ -112,7 +149,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     t.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     t.add_argument("--hours", type=float, default=None, help="stop taking units after this")
     t.add_argument("--device", default="cpu", help="cpu or cuda (recorded in each unit)")
+    t.add_argument("--plan", choices=("v2", "v1"), default="v2",
+                   help="v2: the latency bands of bands.json and the second seed; v1: --spaces")
     t.set_defaults(run=cmd_truth)
+    b = sub.add_parser("bands", help="measure a sample's latency and pick truth v2's bands")
+    b.add_argument("--spaces", default="resnet")
+    b.add_argument("--sample", type=int, default=240, help="archs measured per space")
+    b.set_defaults(run=cmd_bands)
     s = sub.add_parser("score", help="score the truth archs with each recipe")
     s.add_argument("--spaces", default=DEFAULT_SPACES)
     s.add_argument("--recipes", default="all")
@@ -121,7 +164,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     s.add_argument("--with-truth", action="store_true",
                    help="only archs truth.csv already holds")
     s.add_argument("--threads", type=int, default=1)
+    s.add_argument("--max-latency", type=float, default=None,
+                   help="only archs whose measured latency (bands.json setting) is below, ms")
     s.set_defaults(run=cmd_score)
+    z = sub.add_parser("baselines", help="params, MACs, latency, zero-cost proxies per arch")
+    z.add_argument("--seeds", default="1,2", help="initialisation seeds of the proxies")
+    z.set_defaults(run=cmd_baselines)
     m = sub.add_parser("time", help="seconds per candidate of every recipe, in one run")
     m.add_argument("--spaces", default=DEFAULT_SPACES)
     m.add_argument("--recipes", default="all")

@@ -16,6 +16,8 @@ in ranking quality and its cost in seconds per candidate can be read off the tab
 - ``default``: what ``studies/quickstart.yaml`` now uses: ``default_1ep`` trained for 3 epochs
   (its training section is read from the study file, so this row follows the quickstart);
 - ``default_hwa``: ``default`` + half an epoch of HWA fine-tuning before analog scoring;
+- ``eco`` / ``eco_lean``: ``default``'s optimiser steps on 15,000 images seen once (EcoNAS), with
+  ``default``'s or ``e2_lean``'s scoring;
 - ``e2_lean``: the cheapest recipe with more than one epoch that keeps AdaBS: the ``default``
   training for 2 epochs, scored with exactly 3 programmings on 500 images, AdaBS on 128 (about
   the old quickstart recipe's seconds per candidate: where tau lands at that cost).
@@ -67,6 +69,13 @@ RECIPES: dict[str, dict[str, Any]] = {
     "default_hwa": {"train": {**_quickstart_train(), "threads": 1}, "hw_eval": {"hwa": "auto"}},
     "e2_lean": {"train": {**_quickstart_train(), "threads": 1, "epochs": 2},
                 "hw_eval": {"repeats": 3, "target_se": None, "eval_limit": 500, "adabs": 128}},
+    # EcoNAS (Zhou et al., CVPR 2020): the same optimiser steps as `default` (3 epochs of 5,000
+    # images) spent on 15,000 images seen once: less overfitting of a small subset per step.
+    "eco": {"data": {"train_limit": 15000},
+            "train": {**_quickstart_train(), "threads": 1, "epochs": 1}},
+    "eco_lean": {"data": {"train_limit": 15000},
+                 "train": {**_quickstart_train(), "threads": 1, "epochs": 1},
+                 "hw_eval": {"repeats": 3, "target_se": None, "eval_limit": 500, "adabs": 128}},
 }
 
 
@@ -132,7 +141,8 @@ def _score_one(evaluator: Any, recipe: str, seed: int, arch: str) -> dict[str, A
            "acc": m[key], "acc_se": m[f"{key}_se"], "acc_std": m[f"{key}_std"],
            "repeats": m[f"{key}_repeats"], "images": m[f"{key}_images"],
            "seconds": out.info.get("seconds_train_eval", time.perf_counter() - start),
-           "train_seconds": m.get("train_seconds"), "hwa_seconds": m.get("pcm_hwa_s", 0.0)}
+           "train_seconds": m.get("train_seconds"), "hwa_seconds": m.get("pcm_hwa_s", 0.0),
+           "train_loss_sum": m.get("train_loss_sum")}
     print(f"{recipe} seed {seed} {arch}: pcm@1d {100 * row['acc']:.1f} +- "
           f"{100 * row['acc_se']:.1f} ({row['repeats']:.0f} x {row['images']:.0f} images), "
           f"{row['seconds']:.1f} s", flush=True)
@@ -140,5 +150,7 @@ def _score_one(evaluator: Any, recipe: str, seed: int, arch: str) -> dict[str, A
 
 
 def _append(row: dict[str, Any]) -> None:
+    """Add one row; the file is rewritten whole, so a new column lines up with the old rows."""
     SCORES.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame([row]).to_csv(SCORES, mode="a", header=not Path(SCORES).is_file(), index=False)
+    old = pd.read_csv(SCORES) if Path(SCORES).is_file() else pd.DataFrame()
+    pd.concat([old, pd.DataFrame([row])], ignore_index=True).to_csv(SCORES, index=False)

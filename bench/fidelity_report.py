@@ -1,15 +1,15 @@
-"""The fidelity table and plot: each recipe's ranking against the truth, across seeds, and cost.
+"""The fidelity table and plot (yardstick v2): each scorer's ranking of the truth at equal cost.
 
-Per recipe, over the truth architectures it scored:
+Rows are scorers: the free baselines (parameter count, MACs, measured latency, the zero-cost
+proxies ``synflow`` and ``naswot`` at initialisation; bench/fidelity_baselines.py) and every
+recipe under each seed it ran, one row per seed, since a study runs one seed. A mean over seeds is
+its own row, labelled with its real cost (seeds x seconds). Seed 0 shares its initial weights and
+programming seeds with the truth, so its rows are marked; seeds 1 and 2 are disjoint from it.
 
-- tau vs truth: Kendall tau between the recipe's ``pcm@1d`` (mean over its seeds) and the
-  truth's ``pcm@1d`` (digitally trained), with a 95% bootstrap interval over architectures;
-- top-5 overlap: how many of the truth's 5 best the recipe also puts in its 5 best;
-- tau seeds: Kendall tau between the recipe's scores under seed 0 and seed 1;
-- seconds per candidate: median wall time of training and scoring one candidate;
-- median SE and median seed gap (points): the reported standard error of one score (evaluation
-  noise) next to how far one architecture's score moves between seed 0 and seed 1 (mostly
-  training noise: initialisation and batch order).
+Columns (bench/fidelity_measures.py): Kendall tau against the truth; the headline measures at
+equal cost, residual tau after log(params) and concordance on pairs whose latencies are within
+1.25x (number of pairs in brackets); the mean tau inside truth v2's latency bands where the truth
+has them; top-5 overlap; seconds per candidate. Intervals: 95% bootstrap over archs.
 """
 
 from __future__ import annotations
@@ -17,44 +17,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import fidelity_measures as fm
 import numpy as np
 import pandas as pd
 from _results import markdown
 from fidelity_recipes import RECIPES, SCORES, TIMING
 from fidelity_truth import DATA, ROOT
-from scipy.stats import kendalltau
 
 RESULTS = ROOT / "bench" / "results"
 KEY = "acc_pcm@1d"
-
-
-def _tau(a: np.ndarray, b: np.ndarray) -> float:
-    return float(kendalltau(a, b).statistic) if len(a) >= 3 else float("nan")
-
-
-def _bootstrap(a: np.ndarray, b: np.ndarray, n: int, seed: int = 0) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    taus = [_tau(a[i], b[i]) for i in (rng.integers(0, len(a), len(a)) for _ in range(n))]
-    taus = [t for t in taus if np.isfinite(t)]
-    return (float(np.percentile(taus, 2.5)), float(np.percentile(taus, 97.5))) if taus else (
-        float("nan"), float("nan"))
-
-
+BAND_RATIO = 1.25
 # Below these counts a bootstrap interval of tau is degenerate (resamples of 4 points repeat
 # points; a tau of 1 gives [1, 1]) and a top-5 overlap is trivially near 5/5.
 MIN_BOOT, MIN_TOP = 6, 10
-
-
-def _interval(a: np.ndarray, b: np.ndarray, n: int) -> str:
-    if len(a) < MIN_BOOT:
-        return f"n/a (< {MIN_BOOT} archs)"
-    lo, hi = _bootstrap(a, b, n)
-    return f"[{lo:.2f}, {hi:.2f}]"
-
-
-def _top_overlap(a: np.ndarray, b: np.ndarray, k: int = 5) -> int:
-    k = min(k, len(a))
-    return len(set(np.argsort(-a)[:k]) & set(np.argsort(-b)[:k]))
+# Baseline scores: larger means "predicted better" (a larger net ranks higher, as on the truth).
+BASELINES = ("params", "macs", "latency_ms", "synflow", "naswot")
 
 
 def _seconds(recipe: str, mine: pd.DataFrame, timing: pd.DataFrame | None) -> float:
@@ -65,82 +42,167 @@ def _seconds(recipe: str, mine: pd.DataFrame, timing: pd.DataFrame | None) -> fl
     return float(mine.seconds.median())
 
 
-def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
-         timing: pd.DataFrame | None = None) -> list[dict[str, Any]]:
-    ref = truth[(truth.space == "resnet") & (truth.recipe == "digital")].set_index("arch")[KEY]
+def _ci(fn, cols: list[np.ndarray], n: int) -> str:  # noqa: ANN001
+    if len(cols[0]) < MIN_BOOT or n <= 0:
+        return "n/a"
+    lo, hi = fm.bootstrap(fn, cols, n)
+    return f"[{lo:.2f}, {hi:.2f}]"
+
+
+def measures(score: np.ndarray, ref: pd.DataFrame, bootstrap: int) -> dict[str, Any]:
+    """Every yardstick measure of ``score`` (aligned with ``ref``'s rows) against the truth."""
+    t, params = ref[KEY].values, ref.params.values.astype(float)
+    lat, band = ref.latency_ms.values.astype(float), ref.band.values
+    conc, pairs = fm.band_concordance(score, t, lat, BAND_RATIO)
+    return {
+        "archs": len(t),
+        "tau": fm.tau(score, t), "tau CI": _ci(fm.tau, [score, t], bootstrap),
+        "residual tau": fm.residual_tau(score, t, params),
+        "residual CI": _ci(fm.residual_tau, [score, t, params], bootstrap),
+        f"concordance, latency {BAND_RATIO}x": f"{conc:.2f} ({pairs} pairs)",
+        "within-band tau": fm.within_band_tau(score, t, band),
+        "top-5": f"{fm.top_overlap(score, t)}/5" if len(t) >= MIN_TOP else "n/a"}
+
+
+def reference(truth: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFrame:
+    """The resnet truth (seed 0) with each arch's params, latency and band."""
+    import fidelity_bands as bands
+
+    ref = truth[(truth.space == "resnet") & (truth.recipe == "digital")].set_index("arch")
+    lat = baselines.groupby("arch").latency_ms.first() if len(baselines) else pd.Series()
+    ref = ref.assign(latency_ms=lat.reindex(ref.index).values,
+                     band=[bands.band_of("resnet").get(a, "") for a in ref.index])
+    return ref[ref.latency_ms.notna()]
+
+
+def baseline_rows(ref: pd.DataFrame, baselines: pd.DataFrame,
+                  bootstrap: int) -> list[dict[str, Any]]:
     out = []
-    for recipe in [r for r in RECIPES if r in set(scores.recipe)]:
-        mine = scores[scores.recipe == recipe]
-        per_seed = mine.pivot_table(index="arch", columns="seed", values="acc")
-        both = per_seed.dropna()
-        row: dict[str, Any] = {"recipe": recipe, "archs scored": len(per_seed),
-                               "s / candidate": _seconds(recipe, mine, timing)}
-        row["median SE (pt)"] = 100 * float(mine.acc_se.median())
-        if both.shape[1] >= 2:
-            row["tau seeds"] = _tau(both.iloc[:, 0].values, both.iloc[:, 1].values)
-            row["archs (seeds)"] = len(both)
-            # training noise next to evaluation noise: how far one arch moves with the seed
-            gap = (both.iloc[:, 0] - both.iloc[:, 1]).abs()
-            row["median seed gap (pt)"] = 100 * float(gap.median())
-        common = per_seed.mean(axis=1).index.intersection(ref.index)
-        if len(common):
-            a, b = per_seed.mean(axis=1)[common].values, ref[common].values
-            row.update({"tau vs truth": _tau(a, b), "95% CI": _interval(a, b, bootstrap),
-                        "top-5 overlap": f"{_top_overlap(a, b)}/5" if len(a) >= MIN_TOP
-                        else f"n/a (< {MIN_TOP} archs)", "archs (truth)": len(common)})
-        out.append(row)
+    for seed, per in baselines.groupby("seed"):
+        per = per.set_index("arch").reindex(ref.index)
+        for name in BASELINES:
+            static = name in ("params", "macs", "latency_ms")
+            if static and seed != baselines.seed.min():
+                continue  # a static count has no seed: one row
+            score = per[name].values.astype(float)
+            secs = per.get(f"{name}_s", pd.Series(0.0, index=per.index)).median()
+            out.append({"scorer": name if static else f"{name} seed {seed}", "kind": "free",
+                        **measures(score, ref, bootstrap), "s / candidate": float(secs)})
     return out
 
 
+def recipe_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+                timing: pd.DataFrame | None) -> list[dict[str, Any]]:
+    out = []
+    for recipe in [r for r in RECIPES if r in set(scores.recipe)]:
+        mine = scores[scores.recipe == recipe]
+        per_seed = mine.pivot_table(index="arch", columns="seed", values="acc").reindex(ref.index)
+        secs = _seconds(recipe, mine, timing)
+        for seed in per_seed.columns:
+            col = per_seed[seed].dropna()
+            if len(col) < 3:
+                continue
+            label = f"{recipe} seed {seed}" + (" (the truth's seed)" if seed == 0 else "")
+            out.append({"scorer": label, "kind": "one run",
+                        **measures(col.values, ref.loc[col.index], bootstrap),
+                        "s / candidate": secs})
+        both = per_seed.dropna()
+        if both.shape[1] >= 2 and len(both) >= 3:
+            seeds = ",".join(str(s) for s in both.columns)
+            out.append({"scorer": f"{recipe} mean of seeds {seeds}", "kind": "seed mean",
+                        **measures(both.mean(axis=1).values, ref.loc[both.index], bootstrap),
+                        "s / candidate": secs * both.shape[1]})
+    return out
+
+
+def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+         timing: pd.DataFrame | None = None,
+         baselines: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    baselines = baselines if baselines is not None else pd.DataFrame(
+        columns=["arch", "seed", "latency_ms"])
+    ref = reference(truth, baselines)
+    return [*baseline_rows(ref, baselines, bootstrap),
+            *recipe_rows(ref, scores, bootstrap, timing)]
+
+
 def plot(table: pd.DataFrame, path: Path) -> None:
+    """Residual tau and cost-band concordance against seconds per candidate (log scale)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6.5, 4))
-    ax = fig.subplots()
-    for _, r in table.iterrows():
-        for col, marker in (("tau vs truth", "o"), ("tau seeds", "s")):
-            if col in r and np.isfinite(r.get(col, np.nan)):
-                ax.scatter(r["s / candidate"], r[col], marker=marker,
-                           c="C0" if marker == "o" else "C1")
-                ax.annotate(r["recipe"], (r["s / candidate"], r[col]), fontsize=7,
-                            xytext=(3, 3), textcoords="offset points")
-    ax.scatter([], [], marker="o", c="C0", label="Kendall tau vs truth (pcm@1d)")
-    ax.scatter([], [], marker="s", c="C1", label="Kendall tau, seed 0 vs seed 1")
-    ax.set_xlabel("seconds per candidate (median, 1 CPU thread)")
-    ax.set_ylabel("Kendall tau")
-    ax.axhline(0.8, ls="--", c="0.5", lw=0.8)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    fig = Figure(figsize=(10, 4))
+    conc_col = f"concordance, latency {BAND_RATIO}x"
+    for ax, col, label in zip(fig.subplots(1, 2), ("residual tau", conc_col),
+                              ("Kendall tau of residuals after log(params)",
+                               f"concordance on pairs with latency within {BAND_RATIO}x"),
+                              strict=True):
+        for _, r in table.iterrows():
+            y = float(str(r[col]).split()[0])
+            x = max(float(r["s / candidate"]), 1e-3)
+            color = {"free": "C2", "one run": "C0", "seed mean": "C1"}[r["kind"]]
+            ax.scatter(x, y, c=color, s=18)
+            ax.annotate(r["scorer"], (x, y), fontsize=6, xytext=(2, 2),
+                        textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_xlabel("seconds per candidate (median, 1 CPU thread)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    for kind, color in (("free baseline", "C2"), ("one run", "C0"), ("seed mean", "C1")):
+        fig.axes[0].scatter([], [], c=color, label=kind)
+    fig.axes[0].legend(fontsize=7)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
 
 
+def ceiling(truth_seeds: pd.DataFrame, truth: pd.DataFrame) -> str:
+    """The truth's own noise, from the archs trained under a second seed, and the tau it caps."""
+    digital = truth_seeds[(truth_seeds.space == "resnet") & (truth_seeds.recipe == "digital")]
+    wide = digital.pivot_table(index="arch", columns="seed", values=KEY).dropna()
+    if wide.shape[1] < 2 or len(wide) < 2:
+        return ("The truth's seed noise is not measured yet: no arch has two truth seeds "
+                f"({len(wide)} so far).")
+    a, b = wide.iloc[:, 0].values, wide.iloc[:, 1].values
+    sd = fm.seed_noise_sd(a, b)
+    ref = truth[(truth.space == "resnet") & (truth.recipe == "digital")][KEY].values
+    med, low = fm.tau_ceiling(ref, sd)
+    return (f"Truth noise: {len(wide)} archs trained under seeds {list(wide.columns)}; median "
+            f"|gap| {100 * float(np.median(np.abs(a - b))):.2f} pt, noise SD per truth value "
+            f"{100 * sd:.2f} pt (SD of the gaps / sqrt 2); Kendall tau between the two seeds "
+            f"{fm.tau(a, b):.2f} on these archs. A noiseless score ranked against this truth "
+            f"({len(ref)} archs) would reach tau {med:.2f} (5th percentile {low:.2f}): the "
+            "ceiling of every tau in the table.")
+
+
 def write(*, bootstrap: int = 2000) -> str:
-    truth = pd.read_csv(DATA / "truth.csv") if (DATA / "truth.csv").stat().st_size > 1 else (
-        pd.DataFrame(columns=["space", "arch", "recipe", KEY]))
+    from fidelity_baselines import BASELINES as BASE_CSV
+
+    truth = pd.read_csv(DATA / "truth.csv")
+    seeds_csv = DATA / "truth_seeds.csv"
+    truth_seeds = pd.read_csv(seeds_csv) if seeds_csv.is_file() else truth.assign(seed=0)
     scores = pd.read_csv(SCORES)
     timing = pd.read_csv(TIMING) if TIMING.is_file() else None
-    table = pd.DataFrame(rows(truth, scores, bootstrap, timing))
-    plot(table, RESULTS / "fidelity" / "tau_vs_cost.png")
+    baselines = pd.read_csv(BASE_CSV) if BASE_CSV.is_file() else None
+    table = pd.DataFrame(rows(truth, scores, bootstrap, timing, baselines))
+    plot(table, RESULTS / "fidelity" / "yardstick_v2.png")
     text = markdown(table.to_dict("records"))
-    (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing))
+    (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing,
+                                               ceiling(truth_seeds, truth)))
     return text
 
 
 def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame,
-          timing: pd.DataFrame | None) -> str:
-    n_truth = int(((truth.space == "resnet") & (truth.recipe == "digital")).sum()) if len(
-        truth) else 0
+          timing: pd.DataFrame | None, noise: str) -> str:
+    n_truth = int(((truth.space == "resnet") & (truth.recipe == "digital")).sum())
     when = (f"Seconds per candidate: `python bench/fidelity.py time` ({timing.arch.nunique()} "
             f"cheapest truth archs, every recipe in one process, seed 0, "
             f"{int(timing.threads.iloc[0])} thread), where it has the recipe; else the "
             "scoring runs' median." + _asis(timing) + "\n\n" if timing is not None else "")
-    return (f"## Fidelity: ranking quality of scoring recipes\n\n"
-            f"Command: `python bench/fidelity.py report` (after `truth` and `score`), "
-            f"1 CPU thread per process. Truth set: {n_truth} resnet architectures so far "
-            f"(bench/data/fidelity/truth.csv, recipe in recipe.json); recipe scores: "
-            f"{len(scores)} candidate evaluations (scores.csv).\n\n{when}{text}\n\n"
-            f"![tau vs cost](fidelity/tau_vs_cost.png)\n{_findings()}")
+    return (f"## Fidelity: ranking quality of scoring recipes at equal cost (yardstick v2)\n\n"
+            f"Command: `python bench/fidelity.py report` (after `bands`, `truth`, `baselines` "
+            f"and `score`), 1 CPU thread per process. Truth: {n_truth} resnet architectures "
+            f"(bench/data/fidelity/truth.csv, recipe in recipe.json, latency bands in "
+            f"bands.json); recipe scores: {len(scores)} candidate evaluations (scores.csv); "
+            f"free baselines: baselines.csv. pcm@1d throughout.\n\n{when}{text}\n\n"
+            f"{noise}\n\n![yardstick v2](fidelity/yardstick_v2.png)\n{_findings()}")
 
 
 def _asis(timing: pd.DataFrame) -> str:

@@ -1,0 +1,79 @@
+"""Yardstick v2's measures (bench/fidelity_measures.py) against brute force and invariants."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import fidelity_measures as fm  # noqa: E402
+
+
+def _brute_concordance(s, t, c, ratio):  # noqa: ANN001, ANN202
+    good = n = 0.0
+    for i, j in itertools.combinations(range(len(s)), 2):
+        if max(c[i], c[j]) / min(c[i], c[j]) > ratio or t[i] == t[j]:
+            continue
+        n += 1
+        good += 1 if np.sign(s[i] - s[j]) == np.sign(t[i] - t[j]) else (
+            0.5 if s[i] == s[j] else 0)
+    return good / n, int(n)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_band_concordance_matches_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    s, t = rng.normal(size=30).round(1), rng.normal(size=30)
+    c = rng.uniform(1, 5, size=30)
+    got, n = fm.band_concordance(s, t, c, 1.25)
+    want, m = _brute_concordance(s, t, c, 1.25)
+    assert n == m and got == pytest.approx(want)
+
+
+def test_a_function_of_size_has_no_residual_ranking() -> None:
+    rng = np.random.default_rng(0)
+    params = rng.uniform(1e4, 1e6, size=20)
+    truth = 0.05 * np.log(params) + rng.normal(0, 0.01, size=20)
+    assert fm.residual_tau(np.log(params), truth, params) == 0.0
+    assert fm.residual_tau(3 * np.log(params) + 1, truth, params) == 0.0
+    # a score that knows the truth beyond size ranks its residuals perfectly
+    assert fm.residual_tau(truth, truth, params) == pytest.approx(1.0)
+    # while plain tau rewards size alone
+    assert fm.tau(params, truth) > 0.5
+
+
+def test_residuals_are_orthogonal_to_log_size() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=50)
+    r = fm.residuals(2 * x + rng.normal(size=50), x)
+    assert abs(np.dot(r, x - x.mean())) < 1e-9 and abs(r.mean()) < 1e-9
+
+
+def test_within_band_tau_ignores_order_across_bands() -> None:
+    truth = np.array([1, 2, 3, 10, 11, 12], float)
+    band = np.array(["a", "a", "a", "b", "b", "b"])
+    score = np.array([11, 12, 13, 1, 2, 3], float)  # bands swapped, order inside kept
+    assert fm.within_band_tau(score, truth, band) == pytest.approx(1.0)
+    assert fm.tau(score, truth) < 0.5
+
+
+def test_seed_noise_and_ceiling() -> None:
+    rng = np.random.default_rng(2)
+    true = rng.normal(0, 1, size=4000)
+    a, b = true + rng.normal(0, 0.3, 4000), true + rng.normal(0, 0.3, 4000)
+    assert fm.seed_noise_sd(a, b) == pytest.approx(0.3, rel=0.05)
+    med, low = fm.tau_ceiling(np.linspace(0, 1, 24), 0.0, n=50)
+    assert med == 1.0 and low == 1.0
+    noisy, low = fm.tau_ceiling(np.linspace(0, 1, 24), 0.1, n=400)
+    assert low < noisy < 1.0
+
+
+def test_top_overlap_and_degenerate_tau() -> None:
+    assert fm.top_overlap(np.arange(10), np.arange(10)) == 5
+    assert fm.top_overlap(np.arange(10), -np.arange(10)) == 0
+    assert np.isnan(fm.tau([1, 1, 1], [1, 2, 3]))
