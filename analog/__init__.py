@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from analog import aimc as _aimc  # noqa: F401  (registers pcm, pcm_ideal, pcm_hwa, ...)
 from analog import devices as _devices  # noqa: F401  (registers reram_cmo, reram_wan2022, ...)
 from analog import quant as _quant  # noqa: F401  (registers fq8, fq4, w4a8, int8)
+from analog import static_io as _static_io  # noqa: F401  (registers pcm_static)
 from analog.channels import dead_channels, freeze_dead_channels
 from analog.coverage import Coverage, CoverageWarning, coverage
 from analog.drift import (

@@ -286,6 +286,12 @@ class AnalogHW(HardwareModel):
         return {"name": self.name, "description": self.description,
                 **describe_rpu(self.rpu_config(**overrides)), "caveats": list(self.caveats)}
 
+    def calibrated(self, model: nn.Module, rpu: Any, calib: Tensor | None,
+                   digital: Sequence[str] = ()) -> nn.Module:
+        """``model`` as the tiles should see it before conversion: unchanged here;
+        ``analog.static_io.StaticRangeHW`` sets its input ranges once, after training."""
+        return model
+
     def time_problems(self, seconds: list[float]) -> list[Problem]:
         if self.times is None:
             return []

@@ -26,6 +26,12 @@ CAVEATS: dict[str, tuple[str, ...]] = {
     "pcm_hwa": (
         "input ranges come from HWA training, or from aihwkit's init_from_data rule on "
         "calibration images when the model was trained digitally; no bound management",),
+    "pcm_static": (
+        "HERMES-like periphery, not HERMES: aihwkit's StandardHWATrainingPreset I/O (8-bit, "
+        "output noise 0.04, PCM read noise, IR drop) with PCMLikeNoiseModel devices, not the "
+        "chip's measured periphery",
+        "input ranges are fixed after training from the 99.995% quantile of calibration "
+        "inputs (aihwkit CACHE_QUANTILE); inputs beyond them clip in every MVM",),
     "reram_cmo": (
         "conductance relaxation shifts every device by the same -0.089 uS ln(t) whatever its "
         "target; with one device per weight (g_min 9 uS) that is a common-mode offset of about "

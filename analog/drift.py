@@ -232,6 +232,7 @@ def _analog_model(model, hw, x, calib, fast, device, options, notes,
     reasons = fast_unsupported(model, rpu)
     calib = _calib(hw, x, calib, rpu.pre_post.input_range.enable
                    and not has_learned_input_ranges(model))
+    model = hw.calibrated(model, rpu, calib, digital)  # static ranges, set once for all repeats
     if fast and not reasons:
         warn_if_partial(coverage(model, x[:1]), model, hw.name)
         return FastAnalogModel(model, rpu, device=device, calib=calib,

@@ -1,0 +1,63 @@
+"""``pcm_static``: HERMES-like periphery (static input ranges, constant noise management, no
+bound management) with ranges from aihwkit's post-training quantile calibration; the fast path
+against aihwkit's tile in distribution at every drift time."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import analog
+from analog.fast import FastAnalogModel, fast_unsupported
+from analog.input_ranges import learned_input_ranges, store_input_ranges
+from analog.static_io import QUANTILE
+from hwnas.common.errors import ConfigError
+
+TIMES = (1.0, 3600.0, 86400.0, 30 * 86400.0, 31536000.0)
+
+
+def test_periphery_is_static_and_fast_path_covers_it(trained_cnn):
+    rpu = analog.get_hw("pcm_static").rpu_config()
+    fwd = rpu.forward
+    assert (fwd.noise_management.name, fwd.bound_management.name) == ("CONSTANT", "NONE")
+    assert rpu.pre_post.input_range.enable and rpu.mapping.max_input_size == 256
+    assert fast_unsupported(trained_cnn, rpu) == []
+
+
+def test_ranges_are_the_calibration_quantile(trained_cnn, digits):
+    # 15 images: 960 first-layer patches, all inside aihwkit's 1000-vector cache, so the range
+    # is exactly the quantile of every (non-zero) input vector's values
+    hw, calib = analog.get_hw("pcm_static"), digits.x_train[:15]
+    ready = hw.calibrated(trained_cnn, hw.rpu_config(), calib)
+    patches = F.unfold(calib, 3, padding=1).transpose(1, 2).reshape(-1, 9)
+    patches = patches[~(patches == 0).all(1)]
+    want = float(patches.flatten().quantile(QUANTILE))
+    assert float(learned_input_ranges(ready[0])[0]) == pytest.approx(want, rel=1e-5)
+    assert learned_input_ranges(trained_cnn[0]) is None  # the caller's model is untouched
+    assert all(learned_input_ranges(ready[i]) is not None for i in (0, 3, 8))
+
+
+def test_learned_ranges_are_kept_and_missing_images_are_an_error(make_cnn):
+    hw, model = analog.get_hw("pcm_static"), make_cnn()
+    with pytest.raises(ConfigError, match="static input ranges need calibration images"):
+        hw.calibrated(model, hw.rpu_config(), None)
+    store_input_ranges(model[0], torch.tensor([0.7]))
+    assert hw.calibrated(model, hw.rpu_config(), None) is model
+
+
+def test_accuracy_distribution_matches_aihwkit_at_every_time(trained_cnn, digits, repeat_accs,
+                                                             stats, gaps):
+    """5 programmings per path at five drift times; both paths clip at the same calibrated
+    ranges; means within Welch's bound (+1.5 pt), different seeds on the two paths."""
+    hw, calib = analog.get_hw("pcm_static"), digits.x_train[:256]
+    rpu = hw.rpu_config()
+    ready = hw.calibrated(trained_cnn, rpu, calib)
+    x, y, repeats = digits.x_test, digits.y_test, 5
+    ref_accs = repeat_accs(hw.apply(ready, calib=calib), x, y, 0, repeats, TIMES)
+    fast_accs = repeat_accs(FastAnalogModel(ready, rpu), x, y, 1, repeats, TIMES)
+    for i, t in enumerate(TIMES):
+        m_r, m_f = stats(ref_accs[i])[0], stats(fast_accs[i])[0]
+        assert abs(m_r - m_f) <= gaps[0](ref_accs[i], fast_accs[i]) + 0.015, \
+            (t, ref_accs[i], fast_accs[i])
+    assert stats(fast_accs[0])[0] > 0.5  # a scored model, not noise
