@@ -15,6 +15,7 @@ import hw_cost
 from hw_cost.backends import fingerprint_hash
 from nas.algorithms.prefilter import BudgetFilter, Limit
 from nas.scoring import glue
+from search_spaces.stats import reference_stats
 
 
 def attach_sampler(sampler: Any, evaluator: Any) -> BudgetFilter | None:
@@ -29,37 +30,48 @@ def attach_sampler(sampler: Any, evaluator: Any) -> BudgetFilter | None:
     space, data, cfg = evaluator.space, evaluator.data, evaluator.cfg
     shape, classes = tuple(data.input_shape), data.num_classes
 
-    def static(arch: str) -> dict[str, float]:
-        from search_spaces.stats import reference_stats
-
+    def static(arch: str) -> dict[str, float]:  # exact, on the meta device: no memory, no time
         params, macs = reference_stats(space, arch, shape, classes)
         return {"params": float(params), "macs": float(macs)}
 
-    prefilter = BudgetFilter(limits, static, cached=_cache_reader(cfg, space.name, shape,
-                                                                  classes))
+    view = _CacheView.open(cfg, space.name, shape, classes)
+    prefilter = BudgetFilter(limits, static, cached=view.get if view else None,
+                             history=view.history if view else None)
     sampler.attach(space=space, prefilter=prefilter)
     return prefilter
 
 
-def _cache_reader(cfg: Any, space: str, shape: tuple[int, ...], classes: int):  # noqa: ANN202
-    """``arch -> stored cost dict`` in the study's latency setting (None when not measured), so
-    an arch measured before is judged on its stored median, the same on every rerun."""
-    lat = cfg.latency
-    try:
-        store = hw_cost.api.resolve_cache(lat.cache)
-        if store is None:
+class _CacheView:
+    """The cost cache's rows in the study's latency setting: ``get(arch)`` its stored cost
+    (measured before: judged on the stored median, the same on every rerun), ``history()``
+    every such row (the pre-filter's fit starts from them)."""
+
+    def __init__(self, rows: Any, classes: int, form: str):
+        self._rows, self.classes, self.form = rows, classes, form
+
+    @classmethod
+    def open(cls, cfg: Any, space: str, shape: tuple[int, ...], classes: int
+             ) -> _CacheView | None:
+        lat = cfg.latency
+        try:
+            store = hw_cost.api.resolve_cache(lat.cache)
+            if store is None:
+                return None
+            fp = fingerprint_hash(hw_cost.device_fingerprint(lat.device, lat.threads))
+        except Exception:  # noqa: BLE001 - no readable cache: the filter predicts instead
             return None
-        fp = fingerprint_hash(hw_cost.device_fingerprint(lat.device, lat.threads))
-    except Exception:  # noqa: BLE001 - no readable cache: the filter predicts instead
-        return None
-    form = glue.latency_form(cfg)
+        where = {"space": space, "fingerprint": fp, "batch": lat.batch_size, "dtype": lat.dtype,
+                 "input_shape": shape}
+        return cls(lambda **more: store.rows(**where, **more), classes, glue.latency_form(cfg))
 
-    def cached(arch: str) -> dict | None:
-        rows = store.rows(space=space, arch=arch, fingerprint=fp, batch=lat.batch_size,
-                          dtype=lat.dtype, input_shape=shape)
-        rows = [r for r in rows if r["options"].get("num_classes") == classes
-                and r["options"].get("form", "eager") == form
-                and r["value"].get("latency_stable", True)]
-        return rows[-1]["value"] if rows else None  # rows come oldest first
+    def _values(self, **more: Any) -> list[dict]:
+        return [r["value"] for r in self._rows(**more)
+                if r["options"].get("num_classes") == self.classes
+                and r["options"].get("form", "eager") == self.form]
 
-    return cached
+    def get(self, arch: str) -> dict | None:
+        rows = [v for v in self._values(arch=arch) if v.get("latency_stable", True)]
+        return rows[-1] if rows else None  # rows come oldest first
+
+    def history(self) -> list[dict]:
+        return self._values()

@@ -106,3 +106,12 @@ def test_retries_are_bounded_then_the_proposal_goes_through() -> None:
 def test_a_budget_needs_a_bound() -> None:
     with pytest.raises(ConfigError, match="needs a max or a min"):
         Limit("latency_ms")
+
+
+def test_history_steers_from_the_first_trial() -> None:
+    import random
+
+    archs = [SPACE.random_arch(random.Random(100 + i)) for i in range(30)]
+    rows = [{"latency_ms": _latency(a), **_static(a)} for a in archs]
+    filt = BudgetFilter([Limit("latency_ms", max=BUDGET)], _static, history=lambda: rows)
+    assert _over(_run(filt, n=10), 1.15) == 0
