@@ -1,13 +1,15 @@
 """The hardware-model registry: one name per accuracy model, applied from outside the model.
 
-Entries are ``HardwareModel`` instances. Besides the registered names, generic quantization
-names are parsed on the fly: ``fqN`` (N-bit weights and activations) and ``wXaY`` (X-bit
-weights, Y-bit activations), N, X, Y in 2..16.
+Entries are ``HardwareModel`` instances. Besides the registered names, families of names are
+resolved on the fly by the resolvers their modules register (``register_resolver``):
+``analog.quant`` resolves ``fqN`` (N-bit weights and activations) and ``wXaY`` (X-bit weights,
+Y-bit activations). The registry names no hardware module, so every module may import it.
 """
 
 from __future__ import annotations
 
-import re
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -18,8 +20,10 @@ from hwnas.common.registry import Registry
 
 HW: Registry[HardwareModel] = Registry("hardware model")
 
-_GENERIC = re.compile(r"^(?:fq(?P<n>\d+)|w(?P<w>\d+)a(?P<a>\d+))$")
-BITS_RANGE = (2, 16)
+Resolver = Callable[[str], "HardwareModel | None"]
+"""A model for a name of its family (e.g. ``fq5``), None for a name outside it; a name inside
+the family with bad values raises ``ConfigError``."""
+_RESOLVERS: dict[str, Resolver] = {}  # grammar (named in errors) -> resolver
 
 
 @dataclass(frozen=True)
@@ -54,27 +58,28 @@ class HardwareModel:
                 "(`hwnas analog list`)")
 
 
+def register_resolver(grammar: str) -> Callable[[Resolver], Resolver]:
+    """Decorator: ``get_hw`` asks this resolver about names the registry does not hold.
+    ``grammar`` describes its names for error messages (e.g. ``"fqN / wXaY (bits 2..16)"``)."""
+
+    def add(resolver: Resolver) -> Resolver:
+        _RESOLVERS[grammar] = resolver
+        return resolver
+
+    return add
+
+
 def get_hw(name: str) -> HardwareModel:
-    """The hardware model called ``name`` (registered, or a generic ``fqN``/``wXaY``)."""
+    """The hardware model called ``name``: registered, or resolved by a registered family."""
     if name in HW:
         return HW.get(name)
-    match = _GENERIC.match(str(name))
-    if match:
-        from analog.quant import FakeQuantHW  # deferred: torchao is a heavy import
-
-        w_bits = int(match["n"] or match["w"])
-        a_bits = int(match["n"] or match["a"])
-        lo, hi = BITS_RANGE
-        bad = [b for b in (w_bits, a_bits) if not lo <= b <= hi]
-        if bad:
-            raise ConfigError.one("hardware model", f"bit widths must be in {lo}..{hi}", name,
-                                  "use e.g. fq8, fq4 or w4a8")
-        return FakeQuantHW(name=name, description=f"{w_bits}-bit weights, {a_bits}-bit "
-                           "activations (torchao PT2E fake-quant)", w_bits=w_bits, a_bits=a_bits)
-    raise ConfigError.one(
-        "hardware model", f"must be one of {HW.list()} or a generic fqN / wXaY "
-                          f"(bits {BITS_RANGE[0]}..{BITS_RANGE[1]})", name,
-        "pick a listed name (`hwnas analog list`)")
+    for resolver in _RESOLVERS.values():
+        found = resolver(str(name))
+        if found is not None:
+            return found
+    families = "".join(f" or a generic {g}" for g in _RESOLVERS)
+    raise ConfigError.one("hardware model", f"must be one of {HW.list()}{families}", name,
+                          "pick a listed name (`hwnas analog list`)")
 
 
 def list_hw(pattern: str = "*") -> list[str]:
@@ -90,8 +95,6 @@ class DigitalHW(HardwareModel):
 
     def apply(self, model: nn.Module, *, calib: Tensor | None = None,
               **overrides: Any) -> nn.Module:
-        import copy
-
         self.check_overrides(overrides, ())
         return copy.deepcopy(model).eval()
 

@@ -24,6 +24,7 @@ from analog.coverage import split_layers
 from analog.hw import HardwareModel, get_hw
 from analog.input_ranges import store_input_ranges
 from hwnas.common.errors import ConfigError, Problem
+from hwnas.train.loop import LossFn
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,7 +105,7 @@ def _keep_input_ranges(trained: nn.Module, model: nn.Module) -> None:
             store_input_ranges(layers[name], ranges)
 
 
-def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions):
+def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions, loss_fn=None):
     from aihwkit_lightning.nn import AnalogLayerBase
     from aihwkit_lightning.nn.conversion import convert_to_analog
 
@@ -126,7 +127,8 @@ def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions):
     clip(analog)  # start inside the clipping range, as after every later step
     # lightning convolves via unfold, so channels_last buys nothing and breaks its 2-D views
     cfg = replace(cfg or FitConfig(), channels_last=False)
-    result = fit(analog, data, cfg, step_hook=clip if opts.clip_sigma is not None else None)
+    result = fit(analog, data, cfg, loss_fn=loss_fn,
+                 step_hook=clip if opts.clip_sigma is not None else None)
     _copy_back(analog, model)
     if hw.rpu_config().pre_post.input_range.enable:
         _keep_input_ranges(analog, model)
@@ -136,31 +138,33 @@ def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions):
     return result
 
 
-def _fit_qat(model, data, hw: HardwareModel, cfg):
+def _fit_qat(model, data, hw: HardwareModel, cfg, loss_fn=None):
     from analog.quant import prepare_qat
     from hwnas.train.loop import fit
 
     prepared = prepare_qat(model, hw.config(qat=True), data.x_train[:2])
-    result = fit(prepared, data, cfg)
+    result = fit(prepared, data, cfg, loss_fn=loss_fn)
     _copy_back(prepared, model)
     return result
 
 
 def hwa_fit(model: nn.Module, data, hw: str | HardwareModel, cfg=None, *,
-            options: HwaOptions | None = None):
+            options: HwaOptions | None = None, loss_fn: LossFn | None = None):
     """Fine-tune ``model`` in place for hardware ``hw``; returns ``hwnas.train.loop.FitResult``.
 
     Analog ``hw``: noise-injection training with aihwkit-lightning (see ``HwaOptions``).
     Quantized ``hw`` (fqN, wXaY, int8): quantization-aware training through PT2E.
     ``digital``: plain training. ``cfg`` is a ``hwnas.train.loop.FitConfig`` (e.g. 1-2 epochs at a
-    tenth of the digital learning rate for fine-tuning).
+    tenth of the digital learning rate for fine-tuning). ``loss_fn(logits, targets, inputs)``
+    replaces cross-entropy, e.g. a ``hwnas.compress.distill.Distiller``: the student learns the
+    noise-free teacher's outputs while training under the hardware's noise.
     """
     from hwnas.train.loop import fit
 
     hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
     opts = options or HwaOptions()
     if hw_model.kind == "analog":
-        return _fit_analog(model, data, hw_model, cfg, opts)
+        return _fit_analog(model, data, hw_model, cfg, opts, loss_fn)
     if hw_model.kind == "quant":
-        return _fit_qat(model, data, hw_model, cfg)
-    return fit(model, data, cfg)
+        return _fit_qat(model, data, hw_model, cfg, loss_fn)
+    return fit(model, data, cfg, loss_fn=loss_fn)

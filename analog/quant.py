@@ -12,20 +12,22 @@ QAT: ``prepare_qat`` returns a trainable fake-quant graph, ``convert`` finishes 
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
 
-from analog.hw import HW, HardwareModel
+from analog.hw import HW, HardwareModel, register_resolver
 from hwnas.common.errors import ConfigError
 
 _EPS = 2**-12  # torchao's x86 default: keeps scales away from 0 on constant activations
 
 
 def _pt2e():
-    # Deferred: torchao pulls in a lot; hwnas imports analog for its registry only.
+    # Deferred: importing torchao's PT2E stack took 9 s on the 2-core CI VM (torch + timm: 22 s),
+    # and every study imports analog for its registry; only quantizing needs it.
     from torchao.quantization import pt2e
     from torchao.quantization.pt2e import quantize_pt2e
     from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as x86
@@ -163,3 +165,21 @@ for _bits in (8, 4):
 HW.register("w4a8")(FakeQuantHW("w4a8", "4-bit weights, 8-bit activations (PT2E fake-quant)",
                                 w_bits=4, a_bits=8))
 HW.register("int8")(Int8HW("int8", "torchao X86InductorQuantizer int8 PTQ (QAT via hwa_fit)"))
+
+_GENERIC = re.compile(r"^(?:fq(?P<n>\d+)|w(?P<w>\d+)a(?P<a>\d+))$")
+BITS_RANGE = (2, 16)
+
+
+@register_resolver(f"fqN / wXaY (bits {BITS_RANGE[0]}..{BITS_RANGE[1]})")
+def generic_fake_quant(name: str) -> FakeQuantHW | None:
+    """``fqN`` (N-bit weights and activations) or ``wXaY`` (X-bit weights, Y-bit activations)."""
+    match = _GENERIC.match(name)
+    if match is None:
+        return None
+    w_bits, a_bits = int(match["n"] or match["w"]), int(match["n"] or match["a"])
+    lo, hi = BITS_RANGE
+    if not all(lo <= b <= hi for b in (w_bits, a_bits)):
+        raise ConfigError.one("hardware model", f"bit widths must be in {lo}..{hi}", name,
+                              "use e.g. fq8, fq4 or w4a8")
+    return FakeQuantHW(name=name, description=f"{w_bits}-bit weights, {a_bits}-bit activations "
+                       "(torchao PT2E fake-quant)", w_bits=w_bits, a_bits=a_bits)

@@ -19,10 +19,10 @@ except PackageNotFoundError:  # a source tree that was never installed
 
 # public name -> "module:attribute"
 _PUBLIC: dict[str, str] = {
-    "run": "nas.search.run:run",
-    "RunResult": "nas.search.run:RunResult",
-    "StudyFailed": "nas.search.run:StudyFailed",
-    "result_of": "nas.search.run:result_of",
+    "run": "nas.api:run",
+    "RunResult": "nas.api:RunResult",
+    "StudyFailed": "nas.api:StudyFailed",
+    "result_of": "nas.api:result_of",
     "run_search": "nas.search.run:run_search",
     "StudyConfig": "nas.study.config:StudyConfig",
     "load_study": "nas.study.config:load_study",

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,23 @@ import torch
 import yaml
 from torch import nn
 
+import analog
+import hw_cost
+from hw_cost.compare import compare_latency
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.provenance import provenance
+from hwnas.compress.distill import DistillConfig, Distiller
+from hwnas.compress.prune import PruneConfig, prune
+from hwnas.train.data import DataSplits, load_data
+from hwnas.train.ddp import DDPJob, Dist, FileStore, run_job, train
+from hwnas.train.loop import evaluate
+from hwnas.train.ray_train import fit_ray
+from nas.results.export import arch_dirname, export_model, read_card
+from nas.results.export_study import study_hw
+from nas.scoring import glue
+from nas.scoring.evaluate import Evaluator
+from nas.study.config import StudyConfig, validate_study
+from search_spaces.checkpoint import load_checkpoint, save_checkpoint
 
 BACKENDS = ("torchrun", "ray")
 # Before/after rows of the model card: (key, label, unit).
@@ -90,8 +106,6 @@ class FinalizeConfig:
             if not ok:
                 problems.append(Problem(f"finalize {name}", rule, getattr(self, name), fix))
         if self.distill:
-            from hwnas.compress.distill import DistillConfig
-
             try:
                 DistillConfig(mode=self.distill_mode, alpha=self.alpha,
                               temperature=self.temperature).validate()
@@ -101,18 +115,14 @@ class FinalizeConfig:
             raise ConfigError(problems)
         return self
 
-    def prune_config(self):  # noqa: ANN201 - hwnas.compress.prune.PruneConfig | None
-        from hwnas.compress.prune import PruneConfig
-
+    def prune_config(self) -> PruneConfig | None:
         if self.prune is None and self.latency_budget_ms is None and self.macs_budget is None:
             return None
         return PruneConfig(ratio=self.prune, latency_budget_ms=self.latency_budget_ms,
                            macs_budget=self.macs_budget, importance=self.importance).validate()
 
 
-def study_config(study_dir: Path):  # noqa: ANN201 - nas.study.config.StudyConfig
-    from nas.study.config import validate_study
-
+def study_config(study_dir: Path) -> StudyConfig:
     path = study_dir / "config.yaml"
     if not path.is_file():
         raise ConfigError.one("study folder", "must contain config.yaml (written by hwnas search)",
@@ -148,9 +158,6 @@ def pick_teacher(paths: list[Path], given: str | None, data: Any, cfg: Any
     measured now on ``val_split``: stored study metrics may lack digital accuracy (an analog
     objective) or come from another subset, and the students are among ``paths``, so the
     choice is never weaker than any of them."""
-    from hwnas.train.loop import evaluate
-    from nas.results.export import load_checkpoint
-
     x, y = val_split(data, cfg)
     device = cfg.train.device
     if given:
@@ -168,11 +175,6 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
     """The study's static cost and accuracy figures for ``model`` (flat, numeric); ``hwa=False``
     skips the study's HWA fine-tuning (the weights were already trained for the hardware).
     Latency is timed by ``side_by_side``, before and after together."""
-    import hw_cost
-    from hwnas.train.loop import evaluate
-    from nas.scoring import glue
-    from nas.scoring.evaluate import Evaluator
-
     static = hw_cost.static_costs(model, data.input_shape)
     out = {"params": float(static["params"]), "macs": float(static["macs"]),
            "model_bytes": float(static["model_bytes"])}
@@ -191,13 +193,10 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
 def side_by_side(before: nn.Module, after: nn.Module, data: Any, cfg: Any) -> dict[str, Any]:
     """Latency of ``before`` and ``after`` timed interleaved in one run (``hw_cost.compare``) on
     the study's latency settings and deployed form, for about twice a study's timing cap."""
-    from hw_cost.compare import compare_latency
-    from nas.scoring.glue import latency_form
-
     lat = cfg.latency
     return compare_latency({"before": before, "after": after}, data.input_shape,
                            device=lat.device, batch_size=lat.batch_size, dtype=lat.dtype,
-                           form=latency_form(cfg), threads=lat.threads,
+                           form=glue.latency_form(cfg), threads=lat.threads,
                            seconds=max(2.0, 2 * lat.max_seconds, lat.min_seconds))
 
 
@@ -225,20 +224,38 @@ def accuracy_source(before: dict[str, float], after: dict[str, float], cfg: Any,
             + (", despite pruning" if gain > 0 and fc.prune_config() is not None else ""))
 
 
-def _load_data(cfg: Any, fc: FinalizeConfig):  # noqa: ANN202 - hwnas.train.data.DataSplits
-    from hwnas.train.data import load_data
-
+def _load_data(cfg: Any, fc: FinalizeConfig) -> DataSplits:
     d = cfg.data
     return load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
                      train_limit=fc.train_limit, test_limit=d.test_limit)
+
+
+def _latency_settings(cfg: StudyConfig) -> dict[str, Any]:
+    lat = cfg.latency
+    return {"device": lat.device, "batch_size": lat.batch_size, "dtype": lat.dtype,
+            "threads": lat.threads, "max_seconds": lat.max_seconds, "min_seconds": lat.min_seconds}
+
+
+def prune_measure(cfg: StudyConfig, input_shape: tuple[int, int, int], *, timed: bool
+                  ) -> Callable[[nn.Module], dict[str, float]]:
+    """What pruning re-measures after each step: params and MACs, and with ``timed`` the median
+    latency on the study's latency settings (a latency budget holds where the study timed)."""
+
+    def measure(model: nn.Module) -> dict[str, float]:
+        static = hw_cost.static_costs(model, input_shape)
+        out = {"params": float(static["params"]), "macs": float(static["macs"])}
+        if timed:
+            out["latency_ms"] = hw_cost.measure_latency(model, input_shape,
+                                                        **_latency_settings(cfg)).median_ms
+        return out
+
+    return measure
 
 
 def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
            work: Path, meta: dict[str, Any]) -> dict[str, Any]:
     """Prune once; a rerun with the same options reuses the pruned student, so an interrupted
     training resumes from its checkpoint (other options start the model over)."""
-    from hwnas.compress.prune import prune
-
     options = {k: v for k, v in asdict(fc).items() if k not in ("top", "onnx")}
     done = work / "options.json"
     if done.is_file() and json.loads(done.read_text()) == json.loads(json.dumps(options)):
@@ -248,15 +265,10 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
     pcfg = fc.prune_config()
     summary: dict[str, Any] = {"target": None}
     if pcfg is not None:
-        lat = cfg.latency  # a latency budget holds on the study's latency settings
-        pcfg.latency = {"device": lat.device, "batch_size": lat.batch_size, "dtype": lat.dtype,
-                        "threads": lat.threads, "max_seconds": lat.max_seconds,
-                        "min_seconds": lat.min_seconds}
         calib = (data.x_train[:64], data.y_train[:64])
-        summary = prune(model, data.input_shape, pcfg, calib=calib).summary()
-        summary["config"] = asdict(pcfg)
-    from nas.results.export import save_checkpoint
-
+        measure = prune_measure(cfg, data.input_shape, timed=pcfg.latency_budget_ms is not None)
+        summary = prune(model, data.input_shape, pcfg, measure=measure, calib=calib).summary()
+        summary["config"] = {**asdict(pcfg), "latency": _latency_settings(cfg)}
     work.mkdir(parents=True, exist_ok=True)  # the student as a checkpoint: no pickled module
     save_checkpoint(work / "student.pt", space=meta["space"], arch=meta["arch"],
                     state_dict=model.state_dict(), data=meta["data"], module=model)
@@ -268,30 +280,25 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
 def _train(work: Path, teacher: nn.Module | None, cfg: Any, fc: FinalizeConfig
            ) -> dict[str, Any]:
     """Train ``work/student.pt``; ranks read it and the teacher (``fc.teacher``, a checkpoint)
-    through ``nas.results.export:load_model`` (``weights_only=True``)."""
-    from hwnas.train.ddp import DDPJob, Dist, FileStore, run_job, train
-    from nas.scoring import glue
-
+    through ``search_spaces.checkpoint:load_model`` (``weights_only=True``)."""
     # the final model's training reports its validation accuracy every epoch
     fit = asdict(glue.fit_config(cfg, epochs=fc.epochs, validation="epoch",
                                  **({"lr": fc.lr} if fc.lr else {})))
     loss: dict[str, Any] = {}
     if teacher is not None:
         loss = {"loss_factory": "hwnas.compress.distill:make_loss",
-                "loss_kwargs": {"teacher_factory": "nas.results.export:load_model",
+                "loss_kwargs": {"teacher_factory": "search_spaces.checkpoint:load_model",
                                 "teacher_kwargs": {"path": str(Path(fc.teacher).resolve())},
                                 "mode": fc.distill_mode,
                                 "alpha": fc.alpha, "temperature": fc.temperature}}
     d = cfg.data
-    job = DDPJob(model_factory="nas.results.export:load_model",
+    job = DDPJob(model_factory="search_spaces.checkpoint:load_model",
                  model_kwargs={"path": str((work / "student.pt").resolve())},
                  out_dir=str(work / "train"), data=d.name,
                  data_kwargs={"root": d.root, "val_fraction": d.val_fraction, "seed": d.seed,
                               "train_limit": fc.train_limit, "test_limit": d.test_limit},
                  fit=fit, checkpoint_every=200, log_every=50, **loss)
     if fc.backend == "ray":
-        from hwnas.train.ray_train import fit_ray
-
         return fit_ray(job, workers=fc.workers, address=cfg.ray.address,
                        use_gpu=torch.device(fit["device"]).type == "cuda")
     if fc.nproc > 1:
@@ -302,21 +309,15 @@ def _train(work: Path, teacher: nn.Module | None, cfg: Any, fc: FinalizeConfig
 def _hwa(student: nn.Module, teacher: nn.Module | None, data: Any, cfg: Any,
          fc: FinalizeConfig) -> dict[str, Any] | None:
     """HWA fine-tuning for an analog target (as the search scored it), kept in the weights."""
-    import analog
-    from hwnas.compress.distill import DistillConfig, Distiller, hwa_distill
-    from nas.results.export_study import study_hw
-    from nas.scoring import glue
-
     hw, epochs = study_hw(cfg), cfg.hw_eval.hwa_epochs
     if epochs <= 0 or analog.get_hw(hw).kind != "analog":
         return None
     fit = glue.fit_config(cfg, epochs=epochs, validation="end")  # its val_acc is reported
-    if teacher is not None:
+    loss = None
+    if teacher is not None:  # the student learns the noise-free teacher under the hw's noise
         dcfg = DistillConfig(mode=fc.distill_mode, alpha=fc.alpha, temperature=fc.temperature)
         loss = Distiller(teacher.to(cfg.train.device), dcfg)
-        res = hwa_distill(student, data, hw, fit, loss)
-    else:
-        res = analog.hwa_fit(student, data, hw, fit)
+    res = analog.hwa_fit(student, data, hw, fit, loss_fn=loss)
     return {"hw": hw, "epochs": res.epochs, "val_acc": res.val_acc, "distilled": bool(teacher)}
 
 
@@ -379,7 +380,6 @@ def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc:
                  final_root: Path, log: Any = print, teacher_acc: float | None = None
                  ) -> dict[str, Any]:
     """The whole recipe for one exported Pareto model; returns its summary row."""
-    from nas.results.export import arch_dirname, export_model, load_checkpoint, read_card
 
     model, meta = load_checkpoint(path)
     name = arch_dirname(meta["arch"])

@@ -1,10 +1,34 @@
-"""Suite-wide settings: an isolated cost cache and run folder per session, quiet Ray."""
+"""Suite-wide settings: an isolated cost cache and run folder per session, quiet Ray on the
+loopback address, and the ``gpu`` marker: a test that needs CUDA is marked ``@pytest.mark.gpu``
+and skipped where ``torch.cuda.is_available()`` is false, so one marker selects or skips every
+CUDA test (``pytest -m gpu`` on a GPU machine)."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+import torch
+
+# Local Ray instances on the loopback address, whatever the machine's network interface. Ray 2.60
+# on Linux resolves ray.init(_node_ip_address="127.0.0.1") and `ray start --node-ip-address
+# 127.0.0.1` to the interface's address (192.0.2.2 on the CI VM); with this switch off the node
+# address is 127.0.0.1 (measured). Ray reads it when imported, hence here, before collection.
+# It also stops a second raylet from joining, which no test starts.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu: needs CUDA; skipped on CPU-only machines")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (marked gpu); torch.cuda.is_available() is False")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -10,7 +10,8 @@
 
 The teacher is put in eval mode with gradients off and runs under ``no_grad``; it is never wrapped
 in DDP (each rank holds its own copy). It may be analog (``analog.apply``): then the student learns
-the hardware model's outputs.
+the hardware model's outputs. Hardware-aware training from a teacher is
+``analog.hwa_fit(student, data, hw, cfg, loss_fn=Distiller(teacher))``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hwnas.common.errors import ConfigError, Problem
+from hwnas.train.ddp import call_factory
 
 MODES = ("soft", "hard")
 
@@ -106,51 +108,8 @@ def freeze(model: nn.Module) -> nn.Module:
 def make_loss(*, teacher_factory: str, teacher_kwargs: dict | None = None, mode: str = "soft",
               alpha: float = 0.5, temperature: float = 4.0, device: str = "cpu") -> Distiller:
     """Factory for ``hwnas.train.ddp`` jobs: each rank builds its teacher through
-    ``teacher_factory`` (``"module:function"``, e.g. ``nas.results.export:load_model`` with
-    ``{"path": ...}``), so no rank unpickles a module."""
-    from hwnas.train.ddp import call_factory
-
+    ``teacher_factory`` (``"module:function"``, e.g. ``search_spaces.checkpoint:load_model``
+    with ``{"path": ...}``), so no rank unpickles a module."""
     teacher = call_factory("teacher_factory", teacher_factory, teacher_kwargs or {}, device)
     return Distiller(teacher.to(device), DistillConfig(mode=mode, alpha=alpha,
                                                         temperature=temperature))
-
-
-def hwa_distill(model: nn.Module, data, hw: str, cfg, distiller: Distiller,  # noqa: ANN001
-                options=None):  # noqa: ANN001, ANN201 - analog.HwaOptions -> FitResult
-    """Hardware-aware fine-tuning of ``model`` for analog ``hw`` with ``distiller`` as the loss.
-
-    The same recipe as ``analog.hwa_fit`` (aihwkit-lightning noise injection, DAC/ADC
-    quantization, per-channel weight clipping after each step; layers aihwkit cannot map stay
-    digital), but the student learns from the teacher, whose logits are noise-free. The trained
-    weights are written back into ``model`` for ``analog.evaluate``.
-    """
-    import copy
-
-    from aihwkit_lightning.nn import AnalogLayerBase
-    from aihwkit_lightning.nn.conversion import convert_to_analog
-
-    from analog import HwaOptions, get_hw
-    from analog.coverage import split_layers
-    from analog.hwa import lightning_config
-    from hwnas.train.loop import fit
-
-    hw_model = get_hw(hw)
-    if hw_model.kind != "analog":
-        raise ConfigError.one("hwa_distill hw", "must be an analog hardware model", hw,
-                              "use pcm-like hw; quantized targets train with analog.hwa_fit")
-    _, digital = split_layers(model)
-    rpu = lightning_config(hw_model.rpu_config(), options or HwaOptions())
-    student = convert_to_analog(copy.deepcopy(model), rpu, exclude_modules=digital,
-                                ensure_analog_root=False, inplace=True)
-    layers = [m for m in student.modules() if isinstance(m, AnalogLayerBase)]
-
-    @torch.no_grad()
-    def clip(_: nn.Module) -> None:
-        for layer in layers:
-            layer.clip_weights()
-
-    clip(student)
-    result = fit(student, data, cfg, loss_fn=distiller, step_hook=clip)
-    model.load_state_dict({k: v.detach() for k, v in student.state_dict().items()
-                           if k in model.state_dict()})
-    return result

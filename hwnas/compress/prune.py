@@ -8,14 +8,16 @@ afterwards the module's ``num_heads``, ``head_dim``, ``attn_dim`` and ``scale`` 
 new ``qkv`` width (timm 1.0.31 reads all four in ``forward``). The classifier is never pruned.
 
 Budget targets prune in steps of ``step`` (channel ratio) and re-measure after each step, so the
-result is the least-pruned model that meets the budget; every step is reported.
+result is the least-pruned model that meets the budget; every step is reported. What a model
+costs is the caller's ``measure`` (e.g. ``hw_cost.static_costs`` and ``hw_cost.measure_latency``
+on the study's latency settings): pruning knows how to remove channels, not how to time a model.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -26,6 +28,10 @@ from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.registry import Registry
 
 IMPORTANCES: Registry[Callable[[], Any]] = Registry("importance")
+
+Measure = Callable[[nn.Module], Mapping[str, float]]
+"""A model's costs: ``params`` and ``macs`` per image always, ``latency_ms`` (median) when the
+target is a latency budget."""
 
 
 @IMPORTANCES.register("magnitude")
@@ -47,7 +53,7 @@ class PruneConfig:
     macs_budget: float | None = None
     """Prune until the model needs at most this many multiply-accumulates per image."""
     latency_budget_ms: float | None = None
-    """Prune until the measured median latency (``hw_cost.measure_latency``) is at most this."""
+    """Prune until the median latency that ``measure`` reports is at most this."""
     importance: str = "magnitude"
     """Channel ranking: ``magnitude`` (group L2 norm) or ``taylor`` (needs a calibration batch)."""
     round_to: int | None = 4
@@ -60,8 +66,6 @@ class PruneConfig:
     """ViT: remove whole attention heads (True) or shrink every head's dimension (False)."""
     global_pruning: bool = False
     """Rank channels across layers (True) or prune every layer by the same ratio (False)."""
-    latency: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments for ``hw_cost.measure_latency`` (device, batch_size, threads, ...)."""
 
     @property
     def target(self) -> str:
@@ -151,19 +155,18 @@ def _sync_attention(pruner: tp.pruner.BasePruner, attns: list[nn.Module]) -> Non
         m.scale = m.head_dim ** -0.5
 
 
-def costs(model: nn.Module, input_shape: tuple[int, int, int], cfg: PruneConfig,
-          ratio: float) -> PruneStep:
-    """Params and MACs (``hw_cost.static_costs``, attention matmuls included) and, for latency
-    targets, the measured median latency."""
-    from hw_cost import measure_latency, static_costs
-
-    static = static_costs(model, input_shape)
-    latency = None
-    if cfg.latency_budget_ms is not None:
-        opts = {"max_seconds": 2.0, **cfg.latency}
-        latency = measure_latency(model, input_shape, **opts).median_ms
-    return PruneStep(ratio=round(ratio, 4), params=int(static["params"]),
-                     macs=float(static["macs"]), latency_ms=latency)
+def costs(model: nn.Module, measure: Measure, cfg: PruneConfig, ratio: float) -> PruneStep:
+    """One step's params, MACs and, for a latency target, latency, as ``measure`` reports them."""
+    got = measure(model)
+    missing = [k for k in ("params", "macs") if k not in got]
+    if cfg.latency_budget_ms is not None and "latency_ms" not in got:
+        missing.append("latency_ms")
+    if missing:
+        raise ConfigError.one("prune measure", "must report params and macs (and latency_ms for "
+                              "a latency budget)", sorted(got), f"add {missing} to what it returns")
+    latency = got.get("latency_ms") if cfg.latency_budget_ms is not None else None
+    return PruneStep(ratio=round(ratio, 4), params=int(got["params"]), macs=float(got["macs"]),
+                     latency_ms=None if latency is None else float(latency))
 
 
 def _taylor_grads(model: nn.Module, calib: tuple[torch.Tensor, torch.Tensor]) -> None:
@@ -181,8 +184,10 @@ def _met(cfg: PruneConfig, now: PruneStep) -> bool:
 
 
 def prune(model: nn.Module, input_shape: tuple[int, int, int], cfg: PruneConfig, *,
-          calib: tuple[torch.Tensor, torch.Tensor] | None = None) -> PruneResult:
-    """Prune ``model`` in place to ``cfg``'s target; ``calib=(x, y)`` feeds Taylor importance."""
+          measure: Measure, calib: tuple[torch.Tensor, torch.Tensor] | None = None
+          ) -> PruneResult:
+    """Prune ``model`` in place to ``cfg``'s target, re-measuring with ``measure`` after each
+    step; ``calib=(x, y)`` feeds Taylor importance."""
     cfg.validate()
     if cfg.importance == "taylor" and calib is None:
         raise ConfigError.one("prune importance", "taylor needs a calibration batch", "taylor",
@@ -206,7 +211,7 @@ def prune(model: nn.Module, input_shape: tuple[int, int, int], cfg: PruneConfig,
             num_heads={m.qkv: m.num_heads for m in attns}, prune_num_heads=cfg.prune_heads,
             prune_head_dims=not cfg.prune_heads,
             head_pruning_ratio=(cfg.ratio or cfg.max_ratio) if cfg.prune_heads else 0.0)
-    before = costs(model, input_shape, cfg, 0.0)
+    before = costs(model, measure, cfg, 0.0)
     now, steps = before, []
     for i in range(1, steps_total + 1):
         if budget and _met(cfg, now):
@@ -215,7 +220,7 @@ def prune(model: nn.Module, input_shape: tuple[int, int, int], cfg: PruneConfig,
             _taylor_grads(model, calib)
         pruner.step()
         _sync_attention(pruner, attns)
-        now = costs(model, input_shape, cfg, pruner.per_step_pruning_ratio[i])
+        now = costs(model, measure, cfg, pruner.per_step_pruning_ratio[i])
         steps.append(now)
     model.zero_grad(set_to_none=True)
     model.train(was_training)

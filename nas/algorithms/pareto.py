@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import moocore
 import numpy as np
 
 from hwnas.common.errors import ConfigError
@@ -142,8 +143,6 @@ def reference_point(values: np.ndarray, directions: Sequence[str], *,
 
 def hypervolume(values: np.ndarray, directions: Sequence[str], reference: Sequence[float]) -> float:
     """Exact hypervolume dominated by ``values`` and bounded by ``reference`` (moocore)."""
-    import moocore
-
     loss = to_loss(values, directions)
     ref = to_loss(np.asarray(reference, dtype=float).reshape(1, -1), directions)[0]
     inside = loss[np.all(loss < ref, axis=1)] if len(loss) else loss

@@ -57,8 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _config(args: argparse.Namespace):  # noqa: ANN202 - SupernetTrainConfig
+    from hwnas.train.supernet import SupernetTrainConfig
     from search_spaces.supernet import SUPERNETS
-    from search_spaces.supernet.train import SupernetTrainConfig
 
     SUPERNETS.get(args.space)
     noise = args.hwa_noise if args.hwa_noise is not None else (HWA_NOISE if args.hwa else 0.0)
@@ -100,7 +100,8 @@ def _launch(args: argparse.Namespace, hwa_noise: float) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     import torch
 
-    from search_spaces.supernet.train import train_supernet
+    from hwnas.train.supernet import train_supernet
+    from search_spaces.supernet import build_supernet
 
     cfg = _config(args)
     if args.nproc != 1 and "RANK" not in os.environ:
@@ -121,7 +122,8 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"{cfg.steps} steps x (2 + {cfg.k}) sub-networks | hwa noise {cfg.hwa_noise} | "
               f"{torch.get_num_threads()} threads x {os.environ.get('WORLD_SIZE', 1)} "
               f"process(es) | {args.device}")
-    summary = train_supernet(cfg, out, resume=args.resume, on_progress=progress,
+    summary = train_supernet(cfg, out, build=build_supernet, resume=args.resume,
+                             on_progress=progress,
                              checkpoint_every=args.checkpoint_every, device=args.device)
     if main_rank:
         print(f"trained in {summary['seconds']:.1f} s -> {out}")
@@ -131,12 +133,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from hwnas.train.loop import evaluate
-    from search_spaces.supernet.train import (
-        SupernetTrainConfig,
-        inherit,
-        load_data_for,
-        load_supernet,
-    )
+    from hwnas.train.supernet import SupernetTrainConfig, load_data_for
+    from search_spaces.supernet.load import inherit, load_supernet
 
     net, meta = load_supernet(args.checkpoint)
     data = load_data_for(SupernetTrainConfig(**meta["config"]))
@@ -148,7 +146,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
-    from nas.scoring.supernet import refine_front
+    from nas.refine import refine_front
 
     rows = refine_front(args.study_dir, top=args.top, epochs=args.epochs)
     return 0 if rows else 1

@@ -129,14 +129,14 @@ def _write_json(path: Path, summary: dict, device: str) -> None:
 
 
 def _save(path: Path, model, space: str, arch: str, data, cfg, summary: dict) -> None:  # noqa: ANN001
+    from hwnas.common.checkpoint import write_checkpoint
     from hwnas.common.provenance import provenance
-    from nas.results.export import save_checkpoint
 
     meta = {"name": data.name, "in_chans": data.in_chans, "num_classes": data.num_classes,
             "img_size": data.img_size}
     metrics = {"test_acc": summary["test_acc"], "val_acc": summary["fit"]["val_acc"],
                "params": summary["params"], "images_per_s": summary["fit"]["images_per_s"]}
     config = {"train": asdict(cfg), "data": {**meta, "mean": data.mean, "std": data.std}}
-    save_checkpoint(path, space=space, arch=arch, state_dict=model.state_dict(), data=meta,
-                    hw="digital", metrics=metrics, config=config, prov=provenance(cfg.device))
+    write_checkpoint(path, space=space, arch=arch, state_dict=model.state_dict(), data=meta,
+                     hw="digital", metrics=metrics, config=config, prov=provenance(cfg.device))
     print(f"saved {path}")

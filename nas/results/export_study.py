@@ -8,11 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hwnas.train.data import DataSplits, load_data
+from hwnas.train.loop import evaluate
 from nas.results import summary
 from nas.results.cards import trial_card, write_card
 from nas.results.export import arch_dirname, export_model
 from nas.study import store
 from nas.study.config import StudyConfig
+from search_spaces import get_space
 
 
 def study_hw(cfg: StudyConfig) -> str:
@@ -21,9 +24,7 @@ def study_hw(cfg: StudyConfig) -> str:
                 "digital")
 
 
-def _data(cfg: StudyConfig):  # noqa: ANN202 - hwnas.train.data.DataSplits
-    from hwnas.train.data import load_data
-
+def _data(cfg: StudyConfig) -> DataSplits:
     d = cfg.data
     return load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
                      train_limit=d.train_limit, test_limit=d.test_limit)
@@ -73,9 +74,6 @@ def export_study(study_dir: str | Path, *, top: int | None = None, onnx: bool | 
 
 def _export_trained(cfg: StudyConfig, trial: Any, weights: dict, data: Any, folder: Path,
                     card: dict, onnx: bool) -> dict:
-    from hwnas.train.loop import evaluate
-    from search_spaces import get_space
-
     arch = trial.user_attrs["arch"]
     model = get_space(cfg.space).build(arch, in_chans=data.in_chans,
                                        num_classes=data.num_classes, img_size=data.img_size)

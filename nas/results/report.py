@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 
 from hwnas.common.provenance import provenance
 from nas.results import summary
+from nas.results.export import arch_dirname
 from nas.results.plots import hv_figure, pairs_figure, pareto_figure
 from nas.study import store
 from nas.study.config import StudyConfig
@@ -45,8 +46,6 @@ _ENERGY = (("analog_energy_uj", "energy analog uJ (estimate)"),
 def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.DataFrame:
     rows = []
     for t in front.trials:
-        from nas.results.export import arch_dirname
-
         folder = study_dir / "pareto" / arch_dirname(t.user_attrs["arch"])
         row = {"trial": t.number, "arch": t.user_attrs.get("arch")}
         row.update(dict(zip(front.keys, t.values, strict=True)))

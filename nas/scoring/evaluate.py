@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -23,17 +24,23 @@ from typing import Any
 import torch
 from torch import nn
 
+import analog
 from analog.precision import sampling_se
 from hwnas.common.errors import ConfigError, HwnasError
 from hwnas.common.seeds import TrialSeeds
 from hwnas.common.threads import torch_threads
+from hwnas.train.data import DataSplits, load_data
+from hwnas.train.fit_config import FitConfig
+from hwnas.train.loop import evaluate, fit
 from nas.scoring import glue
-from nas.scoring.tabular import TabularEvaluator
-from nas.search import schedule
+from nas.scoring.supernet import inherited_model
 from nas.study.checks import resolve_path
 from nas.study.config import StudyConfig
 from nas.study.mapping import describe, digital_patterns, fixed_choice
 from nas.study.objectives import Budget, Objective
+from nas.study.schedule import rung_precision
+from nas.study.table import TabularEvaluator
+from search_spaces import SearchSpace, get_space
 
 
 class TrialFailed(HwnasError):
@@ -56,36 +63,23 @@ class Outcome:
 class Evaluator:
     """Scores arch strings for one study; loads the data set once per process."""
 
-    FIDELITIES = ("epochs", "images")  # what evaluate(budget=...) can vary (nas.search.schedule)
-    SUPERNET_FIDELITIES = ("steps",)  # fine-tuning steps from the inherited weights
-
-    @classmethod
-    def fidelities(cls, cfg: StudyConfig) -> tuple[str, ...]:
-        if cfg.tabular:
-            return ()
-        return cls.SUPERNET_FIDELITIES if cfg.evaluator == "supernet" else cls.FIDELITIES
-
     def __init__(self, cfg: StudyConfig):
         self.cfg = cfg
         self.objectives: list[Objective] = cfg.objectives_resolved()
         self.budgets: list[Budget] = cfg.budgets()
         self.table = (TabularEvaluator(resolve_path(cfg.tabular.path), key=cfg.tabular.key,
                                        columns=cfg.tabular.columns) if cfg.tabular else None)
-        self._space = None
+        self._space: SearchSpace | None = None
 
     # -- shared state -----------------------------------------------------------------------
     @property
-    def space(self):  # noqa: ANN201 - a search_spaces.SearchSpace
+    def space(self) -> SearchSpace:
         if self._space is None:
-            from search_spaces import get_space
-
             self._space = get_space(self.cfg.space)
         return self._space
 
     @functools.cached_property
-    def data(self):  # noqa: ANN201 - a hwnas.train.data.DataSplits
-        from hwnas.train.data import load_data
-
+    def data(self) -> DataSplits:
         d = self.cfg.data
         return load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
                          train_limit=d.train_limit, test_limit=d.test_limit)
@@ -99,8 +93,6 @@ class Evaluator:
 
     def _check_adabs(self) -> None:
         """AdaBS draws its images from the training split: it must hold that many."""
-        import analog
-
         he, n = self.cfg.hw_eval, len(self.data.x_train)
         if he.adabs > n and any(analog.get_hw(hw).kind == "analog" for hw in self.hw_times()):
             raise ConfigError.one(
@@ -189,14 +181,10 @@ class Evaluator:
     def _train_and_score(self, arch: str, metrics: dict[str, float], info: dict[str, Any],
                          budget: float | None = None,
                          digital: list[str] | None = None) -> dict[str, Any]:
-        from hwnas.train.loop import evaluate, fit
-
-        data, fit_cfg = schedule.budgeted(self.cfg, self.data, budget)
+        data, fit_cfg = budgeted(self.cfg, self.data, budget)
         info["seeds"] = TrialSeeds(self.cfg.seed).as_dict()
         with torch_threads(self.cfg.train.threads):
             if self.cfg.evaluator == "supernet":  # inherited weights instead of proxy training
-                from nas.scoring.supernet import inherited_model
-
                 model = inherited_model(self.cfg, data, arch, metrics, info)
                 steps = self.cfg.supernet.finetune_steps if budget is None else int(budget)
                 if steps > 0:
@@ -206,14 +194,17 @@ class Evaluator:
             else:
                 model = self.build(arch)
                 result = fit(model, data, fit_cfg)
+                # train_loss_sum: the training-speed estimate (Ru et al., NeurIPS 2021), the sum
+                # of the epochs' mean losses, free from the run itself: lower trains faster.
                 metrics.update(train_loss=result.train_loss, train_seconds=result.seconds,
-                               train_images_per_s=result.images_per_s)
+                               train_images_per_s=result.images_per_s,
+                               train_loss_sum=sum(h["train_loss"] for h in result.history))
                 info["train_epochs"] = result.epochs
             x, y = self._eval_split()
             acc = evaluate(model, x, y, device=self.cfg.train.device)["acc"]
             metrics.update(acc_digital=acc, acc_digital_se=sampling_se(acc, len(y)),
                            acc_digital_images=float(len(y)))
-            precision = schedule.rung_precision(self.cfg, budget)
+            precision = rung_precision(self.cfg, budget)
             for hw, times in self.hw_times().items():
                 if hw != "digital":
                     metrics.update(glue.hw_accuracy(self.cfg, model, self.data, hw, times, x, y,
@@ -234,3 +225,16 @@ class Evaluator:
         return self.data.x_val[:limit], self.data.y_val[:limit]
 
 
+
+
+def budgeted(cfg: StudyConfig, data: DataSplits, budget: float | None
+             ) -> tuple[DataSplits, FitConfig]:
+    """(data, FitConfig) of a proxy training at a rung's ``budget``: epochs, or the first
+    training images; ``None`` is the study's full budget."""
+    if budget is None or cfg.schedule.resource == "steps":  # steps: a supernet's fine-tuning
+        return data, glue.fit_config(cfg)
+    if cfg.schedule.resource == "images":
+        n = max(1, int(budget))
+        return dataclasses.replace(data, x_train=data.x_train[:n],
+                                   y_train=data.y_train[:n]), glue.fit_config(cfg)
+    return data, glue.fit_config(cfg, epochs=float(budget))

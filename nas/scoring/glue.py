@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from typing import Any
 
+import analog
+import hw_cost
+from analog.adabs import training_images
+from hw_cost.analog_cost import analog_cost, flat_analog
 from hwnas.common.seeds import stream_seed
+from hwnas.train.fit_config import FitConfig
 from nas.study.config import StudyConfig
 
 # Cost fields that are text, not metrics: kept in the trial's info, not as numbers.
@@ -21,8 +27,6 @@ _INFO_KEYS = ("device", "dtype", "form", "bound", "ceiling", "memory_level", "fi
 def costs(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
           num_classes: int) -> tuple[dict[str, float], dict[str, Any]]:
     """Measured latency, static and analog costs (cached); numbers split from descriptions."""
-    import hw_cost
-
     lat = cfg.latency
     hw, hw_options = cost_hw(cfg)
     raw = hw_cost.cost_of(space, arch, input_shape=input_shape, num_classes=num_classes,
@@ -47,8 +51,6 @@ def cost_hw(cfg: StudyConfig) -> tuple[str | None, dict[str, Any]]:
     """The analog hardware model (and its ``hw_eval.options``) the analog cost estimate
     describes: the first analog model the study scores, so cost and accuracy see one tile size,
     ADC and read mode. None when the study scores no analog model."""
-    import analog
-
     for item in [*cfg.objectives_resolved(), *cfg.budgets()]:
         if item.hw and analog.get_hw(item.hw).kind == "analog":
             return item.hw, dict(cfg.hw_eval.options.get(item.hw, {}))
@@ -59,8 +61,6 @@ def mapped_costs(cfg: StudyConfig, model,  # noqa: ANN001 - an nn.Module
                  input_shape: tuple[int, ...], digital: list[str]) -> dict[str, float]:
     """The analog cost metrics of ``model`` with the ``digital`` layers kept digital (layer-wise
     mapping); they replace ``cost_of``'s all-analog ones, on the same hardware model."""
-    from hw_cost.analog_cost import analog_cost, flat_analog
-
     hw, hw_options = cost_hw(cfg)
     return flat_analog(analog_cost(model, input_shape, hw=hw, hw_options=hw_options,
                                    digital=digital))
@@ -83,8 +83,6 @@ def _needs(cfg: StudyConfig, key: str) -> bool:
 
 def predicted_latency(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
                       num_classes: int) -> float:
-    import hw_cost
-
     lat = cfg.latency
     return float(hw_cost.predict_latency(space, arch, input_shape=input_shape,
                                          num_classes=num_classes, device=lat.device,
@@ -92,9 +90,7 @@ def predicted_latency(cfg: StudyConfig, space: str, arch: str, input_shape: tupl
                                          threads=lat.threads, cache=lat.cache))
 
 
-def fit_config(cfg: StudyConfig, **changes: Any):  # noqa: ANN201 - hwnas.train.loop.FitConfig
-    from hwnas.train.loop import FitConfig
-
+def fit_config(cfg: StudyConfig, **changes: Any) -> FitConfig:
     fields = {k: v for k, v in cfg.train.model_dump(exclude={"threads"}).items() if v is not None}
     return FitConfig(**{**fields, "seed": cfg.seed, **changes})
 
@@ -109,13 +105,8 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
     from ``hwa``, AdaBS images from ``adabs``, programming and periphery noise inside
     ``analog.evaluate``. The same (config, arch, seed) gives the same numbers. ``digital``:
     layers an analog model keeps digital (``nas.study.mapping``). ``precision``: the rung's target
-    SE and programmings cap (``nas.search.schedule.rung_precision``); None: ``hw_eval``'s.
+    SE and programmings cap (``nas.study.schedule.rung_precision``); None: ``hw_eval``'s.
     """
-    import time
-
-    import analog
-    from analog.adabs import training_images
-
     he = cfg.hw_eval
     is_analog = analog.get_hw(hw).kind == "analog"
     scored = copy.deepcopy(model)  # hardware models and HWA tuning must not touch the weights

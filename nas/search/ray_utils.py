@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import ray
+import torch
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
@@ -32,8 +34,9 @@ from ray.tune.search import Searcher
 from hwnas.common.errors import ConfigError
 from nas.search.schedule_ray import KEYS as SCHEDULE_KEYS
 from nas.study import store
-from nas.study.config import StudyConfig
+from nas.study.config import StudyConfig, validate_study
 from nas.study.mapping import MappingCfg, sample_candidate
+from search_spaces import get_space
 
 _C, _O = "constraint__", "objective__"
 
@@ -55,8 +58,6 @@ class AskTellSearcher(Searcher):
         self._live: dict[str, optuna.Trial] = {}
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        from search_spaces import get_space
-
         trial = self.study.ask()
         arch, choice = sample_candidate(trial, get_space(self.space_name), self.mapping)
         self._live[trial_id] = trial
@@ -110,8 +111,6 @@ def distributions(space: str, params: dict[str, Any], mapping: MappingCfg | None
                   ) -> tuple[str, dict[str, BaseDistribution]]:
     """The arch of stored ``params`` and the distributions they were drawn from (the space's
     and the searched mapping's)."""
-    from search_spaces import get_space
-
     rec = _Recorder(params)
     arch, _ = sample_candidate(rec, get_space(space), mapping or MappingCfg())
     return arch, rec.distributions
@@ -174,8 +173,6 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
                                  user_attrs=attrs, constraints=constraints or None))
     weights = Path(trial.checkpoint.path) / store.WEIGHTS if trial.checkpoint else None
     if weights is not None and weights.exists():
-        import torch
-
         added = next(t for t in reversed(study.get_trials(deepcopy=False))
                      if t.user_attrs.get("ray_trial_id") == trial.trial_id)
         store.upload_weights_to(study_dir, study, added,
@@ -197,8 +194,6 @@ class CopyToStudy(tune.Callback):
         return {**self.__dict__, "_study": None, "_on_copy": None}
 
     def _copy(self, trial: Any, errored: bool) -> None:
-        from nas.study.config import validate_study
-
         cfg = validate_study(self.cfg_raw)
         if self._study is None:
             self._study = optuna.load_study(
@@ -232,8 +227,6 @@ def _token_available() -> bool:
 def connect(address: str | None, **kwargs: Any) -> None:
     """``ray.init(address)``; for an existing cluster, token authentication is switched on when
     a token is at hand (``RAY_AUTH_MODE`` unset), and a refused token is a clear error."""
-    import ray
-
     if address and "RAY_AUTH_MODE" not in os.environ and _token_available():
         os.environ["RAY_AUTH_MODE"] = "token"  # what `ray start` did on the head (2.60 default)
     try:

@@ -7,8 +7,9 @@ Study option (``schedule:`` in a study file)::
 **Rungs.** The budgets are ``max_budget / eta**k`` down to the first one not below
 ``min_budget`` (the top rung is exactly ``max_budget``). ``resource`` names what the budget is:
 ``epochs`` or ``images`` (proxy training), or ``steps`` (the supernet evaluator's fine-tuning
-from inherited weights). ``Evaluator.fidelities`` declares which budgets an evaluator can vary;
-a tabular study can vary none.
+from inherited weights). ``nas.study.schedule.FIDELITIES`` states which budgets each evaluator can
+vary; a tabular study can vary none. The options and the rungs are the config side's
+(``nas.study.schedule``); this module runs them.
 
 **Asynchronous successive halving** (ASHA, Li et al., MLSys 2020): a new candidate starts at rung
 0 (with ``type: hyperband``, candidate ``n`` starts at rung ``n mod n_rungs``: one bracket per
@@ -38,104 +39,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
-from pydantic import BaseModel, ConfigDict
 
-from hwnas.common.errors import ConfigError, Problem
+from hwnas.common.errors import ConfigError
 from nas.algorithms.promotion import promote
+from nas.study.schedule import ScheduleCfg, rung_budgets, schedule_problems
 
 LIVE = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
-
-
-class ScheduleCfg(BaseModel):
-    """How trials share the evaluation budget (``type: none`` = every trial at full budget)."""
-
-    model_config = ConfigDict(extra="forbid")
-    type: Literal["none", "sh", "hyperband"] = "none"
-    eta: float = 3.0
-    min_budget: float | None = None
-    max_budget: float | None = None
-    resource: Literal["epochs", "images", "steps"] = "epochs"
-    rung_se: Literal["sqrt", "fixed"] = "sqrt"
-    """Analog precision below the top rung: ``sqrt`` relaxes ``hw_eval.target_se`` by
-    sqrt(max_budget / budget), at most to ``RUNG_SE_CAP`` (``rung_precision``); ``fixed`` scores
-    every rung to the study's target."""
-
-
-RUNG_SE_CAP = 0.05
-"""A lower rung is never scored looser than 5 points of SE (about 200 images)."""
-
-
-@dataclass(frozen=True)
-class RungPrecision:
-    """How precisely a rung's analog accuracies are scored (``hw_eval`` at the top rung)."""
-
-    target_se: float | None
-    max_repeats: int
-
-
-def rung_precision(cfg: Any, budget: float | None) -> RungPrecision:
-    """The analog precision at a rung of ``budget`` (None: the full budget).
-
-    A short proxy training ranks candidates with more noise than a long one: between two seeds,
-    one epoch on 5,000 Fashion-MNIST images moves a score by 4-5 points, three epochs by 1.6
-    (BENCHMARKS.md, fidelity). Scoring a low rung to the top rung's SE buys precision its
-    training cannot use, at the top rung's cost. With ``rung_se: sqrt`` the target grows as
-    sqrt(max_budget / budget), capped at ``RUNG_SE_CAP``, and the cap on programmings shrinks
-    by the same factor (at least ``hw_eval.repeats``). One rung, whose candidates promotion
-    compares, has one precision."""
-    he, s = cfg.hw_eval, cfg.schedule
-    top = RungPrecision(he.target_se, he.max_repeats)
-    if (he.target_se is None or budget is None or s.type == "none" or s.rung_se == "fixed"
-            or s.max_budget is None or budget >= s.max_budget):
-        return top
-    target = max(he.target_se, min(he.target_se * math.sqrt(s.max_budget / budget),
-                                   RUNG_SE_CAP))
-    repeats = max(he.repeats, round(he.max_repeats * he.target_se / target))
-    return RungPrecision(target, min(repeats, he.max_repeats))
-
-
-def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.StudyConfig
-    """Every broken schedule rule of a validated study config (empty when none)."""
-    s: ScheduleCfg = cfg.schedule
-    if s.type == "none":
-        return []
-    out = []
-    if not s.eta > 1:
-        out.append(Problem("schedule.eta", "must be > 1 (a rung keeps 1/eta of the one below)",
-                           s.eta, "use e.g. eta: 3"))
-    lo, hi = s.min_budget, s.max_budget
-    if lo is None or hi is None or not lo > 0:
-        out.append(Problem("schedule.min_budget/max_budget", "both must be given and > 0",
-                           (lo, hi), f"give the smallest and the full {s.resource} budget"))
-    elif lo > hi:
-        out.append(Problem("schedule.min_budget", "must be <= schedule.max_budget", (lo, hi),
-                           "swap them, or lower min_budget"))
-    can = evaluator_fidelities(cfg)
-    if s.resource not in can:
-        out.append(Problem("schedule.resource", "must be a budget the study's evaluator can vary "
-                           f"(this one can vary {list(can) or 'none: its metrics are fixed'})",
-                           s.resource, "use one of those, or drop `schedule` (tabular studies "
-                           "look metrics up and cannot train at a smaller budget)"))
-    return out
-
-
-def evaluator_fidelities(cfg: Any) -> tuple[str, ...]:
-    from nas.scoring.evaluate import Evaluator
-
-    return Evaluator.fidelities(cfg)
-
-
-def rung_budgets(s: ScheduleCfg) -> list[float]:
-    """Budgets from the lowest rung to the top one (``max_budget``)."""
-    assert s.min_budget is not None and s.max_budget is not None
-    n = int(math.floor(math.log(s.max_budget / s.min_budget) / math.log(s.eta) + 1e-9))
-    budgets = [s.max_budget / s.eta ** (n - k) for k in range(n + 1)]
-    return [float(round(b)) for b in budgets] if s.resource != "epochs" else budgets
 
 
 @dataclass(frozen=True)
@@ -261,22 +175,6 @@ def highest_rung(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
             top[arch] = max(top.get(arch, -1), int(t.user_attrs["rung"]))
     return [t for t in trials if "rung" not in t.user_attrs
             or int(t.user_attrs["rung"]) == top[t.user_attrs.get("arch", "")]]
-
-
-def budgeted(cfg: Any, data: Any, budget: float | None) -> tuple[Any, Any]:
-    """(data, FitConfig) of a proxy training at a rung's ``budget``: epochs, or the first
-    training images; ``None`` is the study's full budget."""
-    import dataclasses
-
-    from nas.scoring import glue
-
-    if budget is None or cfg.schedule.resource == "steps":  # steps: a supernet's fine-tuning
-        return data, glue.fit_config(cfg)
-    if cfg.schedule.resource == "images":
-        n = max(1, int(budget))
-        return dataclasses.replace(data, x_train=data.x_train[:n],
-                                   y_train=data.y_train[:n]), glue.fit_config(cfg)
-    return data, glue.fit_config(cfg, epochs=float(budget))
 
 
 def budget_of(sh: SuccessiveHalving | None, config: dict[str, Any]) -> float | None:

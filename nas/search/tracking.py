@@ -13,40 +13,14 @@ Needs the ``tracking`` extra (``pip install hwnas[tracking]``). optuna-integrati
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from hwnas.common.errors import Problem
-
 _LOGGED = "tracking_logged"
-_NEEDS = {"mlflow_uri": ("mlflow", "optuna_integration"), "tensorboard": ("tensorboardX",)}
-
-
-def missing_packages(tracking: dict[str, Any]) -> list[Problem]:
-    """A tracking field set without its package installed (checked with the study config)."""
-    out = []
-    for field, modules in _NEEDS.items():
-        absent = [m for m in modules if tracking.get(field) and not _installed(m)]
-        if absent:
-            out.append(Problem(f"tracking.{field}", "needs the tracking extra", absent,
-                               "install it: pip install 'hwnas[tracking]' (uv sync --extra "
-                               "tracking), or remove the field"))
-    return out
-
-
-def _installed(module: str) -> bool:
-    if module in sys.modules:  # optuna_integration replaces its module: no __spec__ to find
-        return True
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def mlflow_uri(uri: str) -> str:

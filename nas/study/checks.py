@@ -6,13 +6,28 @@ Registry checks run on the raw mapping (not the typed config) so that a file wit
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
+import torch
 from pydantic import BaseModel, ValidationError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
+import analog
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.resources import shipped
+from hwnas.train.data import list_datasets
+from nas.algorithms.samplers import SAMPLERS, option_names, option_problems
+from nas.study.objectives import METRICS, time_label
+from nas.study.table import TabularEvaluator
+from search_spaces import list_spaces
+
+# Each tracking field and the packages (the ``tracking`` extra) it needs.
+TRACKING_PACKAGES = {"mlflow_uri": ("mlflow", "optuna_integration"),
+                     "tensorboard": ("tensorboardX",)}
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,8 +83,14 @@ def _fix(err: dict, model: type[BaseModel]) -> str:
 
 
 def pydantic_problems(err: ValidationError, model: type[BaseModel]) -> list[Problem]:
+    """Each pydantic error as a ``Problem``; a validator that raised ``ConfigError`` (a model's
+    cross-field rule, e.g. ``LatencyCfg``'s timing window) keeps its own where, rule and fix."""
     out = []
     for e in err.errors():
+        raised = (e.get("ctx") or {}).get("error")
+        if isinstance(raised, ConfigError):
+            out += raised.problems
+            continue
         value = e.get("input")
         if isinstance(value, dict) and e["type"] == "missing":
             value = "(absent)"
@@ -80,26 +101,17 @@ def pydantic_problems(err: ValidationError, model: type[BaseModel]) -> list[Prob
 # -- registries -------------------------------------------------------------------------------
 # Not cached: a plugin imported later (study file, entry point) adds names.
 def _spaces() -> list[str]:
-    from search_spaces import list_spaces
-
     return list_spaces()
 
 
 def _datasets() -> list[str]:
-    from hwnas.train.data import list_datasets
-
     return list_datasets()
 
 
 def hw_problem(where: str, name: str) -> Problem | None:
     """None when ``name`` is a hardware model ``analog.apply`` accepts (incl. generic fqN)."""
-    import analog
-
-    get_hw = getattr(analog, "get_hw", None)
-    if get_hw is None:
-        from analog.hw import get_hw
     try:
-        get_hw(name)
+        analog.get_hw(name)
         return None
     except ConfigError as err:
         p = err.problems[0]
@@ -109,8 +121,6 @@ def hw_problem(where: str, name: str) -> Problem | None:
 def hw_options_problems(cfg: Any) -> list[Problem]:
     """``hw_eval.options``: each key an analog hardware model the study scores, each value
     ``analog.aimc.AnalogOptions`` that the model can build with."""
-    from analog.hw import get_hw
-
     scored = {item.hw for item in [*cfg.objectives, *cfg.constraints] if item.hw}
     out = []
     for name, opts in cfg.hw_eval.options.items():
@@ -121,22 +131,20 @@ def hw_options_problems(cfg: Any) -> list[Problem]:
                                "fix the name or drop the entry"))
         elif hw_problem(where, name) is not None:
             continue  # an unknown model: the objective's own check reports it
-        elif get_hw(name).kind != "analog":
+        elif analog.get_hw(name).kind != "analog":
             out.append(Problem(where, "options apply to analog hardware models only", name,
                                "drop the entry (`hwnas analog list` shows the analog models)"))
         else:
             try:
-                get_hw(name).describe(**opts)
+                analog.get_hw(name).describe(**opts)
             except ConfigError as err:
                 out += [Problem(where, p.rule, p.value, p.fix) for p in err.problems]
     return out
 
 
 def time_problem(where: str, time: Any) -> Problem | None:
-    from analog import parse_time
-
     try:
-        parse_time(time)
+        analog.parse_time(time)
         return None
     except ConfigError as err:
         p = err.problems[0]
@@ -156,8 +164,6 @@ def _str(v: Any) -> bool:
 
 
 def _metric_problems(where: str, item: Any) -> list[Problem]:
-    from nas.study.objectives import METRICS
-
     if not isinstance(item, dict) or not _str(item.get("metric")):
         return []
     name = item["metric"]
@@ -205,8 +211,6 @@ def _objective_problems(raw: dict) -> list[Problem]:
 
 
 def _objective_key(item: Any) -> str | None:
-    from nas.study.objectives import METRICS, time_label
-
     try:
         m = METRICS.get(item["metric"])
         hw = (item.get("hw") or "digital") if m.uses_hw else None
@@ -216,8 +220,6 @@ def _objective_key(item: Any) -> str | None:
 
 
 def _fraction_keys(raw: dict) -> list[str]:
-    from nas.study.objectives import METRICS
-
     items = [i for i in raw.get("objectives") or [] if isinstance(i, dict)]
     return [k for i, k in zip(items, map(_objective_key, items), strict=True)
             if k is not None and METRICS.get(i["metric"]).unit == "fraction"]
@@ -231,8 +233,6 @@ def _tabular_problems(raw: dict) -> list[Problem]:
     tab = raw.get("tabular")
     if not isinstance(tab, dict) or not _str(tab.get("path")):
         return []
-    from nas.scoring.tabular import TabularEvaluator
-
     try:
         table = TabularEvaluator(resolve_path(tab["path"]), key=tab.get("key", "arch"),
                                  columns=tab.get("columns"))
@@ -252,8 +252,6 @@ def _tabular_problems(raw: dict) -> list[Problem]:
 
 
 def _named_problems(raw: dict) -> list[Problem]:
-    from nas.algorithms.samplers import SAMPLERS, option_problems
-
     out = []
     space = raw.get("space")
     if _str(space) and space not in _spaces():
@@ -271,8 +269,6 @@ def _named_problems(raw: dict) -> list[Problem]:
             out.append(Problem("sampler.name", f"must be one of {SAMPLERS.list()}",
                                sampler["name"], "use a registered sampler"))
         elif bad := option_problems(sampler["name"], sampler.get("options") or {}):
-            from nas.algorithms.samplers import option_names
-
             out.append(Problem("sampler.options", "option names must be known", bad,
                                f"use some of {option_names(sampler['name'])}"))
     return out
@@ -285,9 +281,6 @@ def _run_problems(raw: dict) -> list[Problem]:
                            "with backend ray set ray.max_concurrent instead"))
     storage = raw.get("storage")
     if _str(storage):
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
-
         try:
             backend = make_url(storage).get_backend_name()
             if backend not in ("sqlite", "postgresql", "mysql"):
@@ -303,31 +296,32 @@ def _run_problems(raw: dict) -> list[Problem]:
                                device, "use device: cpu here, or run on a GPU machine"))
     tracking = raw.get("tracking")
     if isinstance(tracking, dict):
-        from nas.search.tracking import missing_packages
-
-        out += missing_packages(tracking)
-    return out + _timing_problems(raw.get("latency"))
+        out += tracking_problems(tracking)
+    return out
 
 
-def _timing_problems(node: Any) -> list[Problem]:
-    if not isinstance(node, dict):
-        return []
-    from nas.study.config import LatencyCfg  # here: nas.study.config imports this module
+def tracking_problems(tracking: dict[str, Any]) -> list[Problem]:
+    """A tracking field set without its package installed."""
+    out = []
+    for field, modules in TRACKING_PACKAGES.items():
+        absent = [m for m in modules if tracking.get(field) and not _installed(m)]
+        if absent:
+            out.append(Problem(f"tracking.{field}", "needs the tracking extra", absent,
+                               "install it: pip install 'hwnas[tracking]' (uv sync --extra "
+                               "tracking), or remove the field"))
+    return out
 
-    fields = LatencyCfg.model_fields
-    lo = node.get("min_seconds", fields["min_seconds"].default)
-    hi = node.get("max_seconds", fields["max_seconds"].default)
-    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi))
-    if numbers and lo > hi:
-        return [Problem("latency.min_seconds", "must not exceed latency.max_seconds",
-                        f"min_seconds={lo}, max_seconds={hi}",
-                        f"raise max_seconds to at least {lo} or lower min_seconds")]
-    return []
+
+def _installed(module: str) -> bool:
+    if module in sys.modules:  # optuna_integration replaces its module: no __spec__ to find
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _has_cuda() -> bool:
-    import torch
-
     return torch.cuda.is_available()
 
 

@@ -27,10 +27,10 @@ from hwnas.common.errors import ConfigError
 from hwnas.common.plugins import is_path, load_entry_points, load_plugins
 from hwnas.resources import studies_dir
 from hwnas.train.fit_config import FitConfig
-from nas.search.schedule import ScheduleCfg, schedule_problems
 from nas.study.checks import hw_options_problems, pydantic_problems, registry_problems
 from nas.study.mapping import MappingCfg, mapping_problems, parse_mapping
 from nas.study.objectives import METRICS, Budget, Objective, time_label
+from nas.study.schedule import ScheduleCfg, schedule_problems
 
 STUDIES_DIR = studies_dir()  # inside the installed package, else the checkout's studies/
 AUTO_HWA_EPOCHS = 0.5  # `hw_eval.hwa: auto`: a short fine-tune, as AnalogNAS scores candidates
@@ -183,6 +183,16 @@ class LatencyCfg(_Cfg):
     form: Literal["eager", "compile", "int8", "fp16", "bf16"] | None = Field(
         None, description="deployed form timed (hw_cost.forms); default: the form the "
         "objectives' hardware model implies (int8 -> int8, else eager)")
+
+    @model_validator(mode="after")
+    def _timing_window(self) -> LatencyCfg:
+        if self.min_seconds > self.max_seconds:
+            raise ConfigError.one("latency.min_seconds", "must not exceed latency.max_seconds",
+                                  f"min_seconds={self.min_seconds}, "
+                                  f"max_seconds={self.max_seconds}",
+                                  f"raise max_seconds to at least {self.min_seconds} or lower "
+                                  "min_seconds")
+        return self
 
     @model_validator(mode="after")
     def _form_on_device(self) -> LatencyCfg:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from analog.coverage import mappable_layers
 from hwnas.common.errors import ConfigError, Problem
 
 KNOBS = ("first_k_digital", "last_k_digital")
@@ -118,8 +119,6 @@ def describe(choice: dict[str, int], patterns: list[str]) -> str:
 def digital_patterns(model: Any, choice: dict[str, int],
                      cfg: MappingCfg | None = None) -> list[str]:
     """Layer names (valid shell patterns) to keep digital for ``choice``, plus fixed patterns."""
-    from analog.coverage import mappable_layers
-
     names = mappable_layers(model)
     first, last = choice.get("first_k_digital", 0), choice.get("last_k_digital", 0)
     chosen = names[:first] + (names[len(names) - last:] if last else [])

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from analog.times import format_time, parse_time
 from hwnas.common.registry import Registry
 
 Direction = Literal["minimize", "maximize"]
@@ -70,8 +71,6 @@ def time_label(time: str | float | int | None) -> str | None:
     """The drift time as written in keys, canonical so that ``24h`` and ``1d`` share a key."""
     if time is None:
         return None
-    from analog.times import format_time, parse_time
-
     return format_time(parse_time(time))
 
 

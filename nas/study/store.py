@@ -9,10 +9,14 @@ so that a PostgreSQL study can be reopened from any machine.
 
 from __future__ import annotations
 
+import datetime
 import math
+import os
+import socket
 import sqlite3
 import tempfile
 import time
+import warnings
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -20,8 +24,11 @@ from typing import Any
 import optuna
 import pandas as pd
 import torch
+import yaml
 from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta, upload_artifact
 from optuna.trial import FrozenTrial, TrialState
+from sqlalchemy import event, text
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from hwnas.common.errors import ConfigError
 from nas.study.config import StudyConfig, save_config, validate_study
@@ -51,8 +58,6 @@ def _rdb(url: str, kwargs: dict[str, Any], attempts: int = 5) -> optuna.storages
     """``RDBStorage(url)``, retried when another process created the schema at the same moment
     (workers started together on a new database: one wins the ``alembic_version`` insert, the
     others fail once, and find the schema there on the next try)."""
-    from sqlalchemy.exc import IntegrityError, OperationalError
-
     for attempt in range(attempts):
         try:
             with _quiet():
@@ -80,8 +85,6 @@ def _sqlite_wal(storage: optuna.storages.RDBStorage) -> None:
     """WAL journal + synchronous=NORMAL: readers stop blocking writers (several workers) and a
     commit costs no fsync (about 25 commits per trial). A crash loses at most the last commits,
     never the database (SQLite's documented WAL guarantee). Needs a local file system."""
-    from sqlalchemy import event, text
-
     def on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001
         dbapi_conn.execute("PRAGMA synchronous=NORMAL")
 
@@ -99,8 +102,6 @@ def _sqlite_immediate(engine) -> None:  # noqa: ANN001 - a sqlalchemy Engine
     (``set_trial_state_values``: a queued trial goes WAITING -> RUNNING only if still WAITING)
     are not atomic on SQLite: two workers can pop the same queued trial (seen with successive
     halving's queued promotions). SQLAlchemy's documented pysqlite recipe makes them atomic."""
-    from sqlalchemy import event
-
     def on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001
         dbapi_conn.isolation_level = None  # the driver stops issuing its own BEGIN
 
@@ -116,8 +117,6 @@ class _quiet:
     """Silences Optuna's experimental-feature warnings (heartbeat, group) for our own calls."""
 
     def __enter__(self) -> None:
-        import warnings
-
         self._ctx = warnings.catch_warnings()
         self._ctx.__enter__()
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -173,8 +172,6 @@ def load_dir(study_dir: str | Path) -> tuple[StudyConfig, optuna.Study, Path]:
     if not cfg_path.is_file():
         raise ConfigError.one("study folder", "must contain config.yaml (written by hwnas search)",
                               str(study_dir), "pass runs/<study> of a study that was started")
-    import yaml
-
     cfg = validate_study(yaml.safe_load(cfg_path.read_text()))
     study = optuna.load_study(study_name=cfg.name, storage=open_storage(cfg.storage_url(study_dir)))
     return cfg, study, study_dir
@@ -217,8 +214,6 @@ _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
 def storage_of(study_dir: Path) -> optuna.storages.BaseStorage:
     """The storage of the study in ``study_dir`` (its config names the URL), opened once."""
-    import yaml
-
     key = str(Path(study_dir).resolve())
     if key not in _STORAGES:
         cfg = validate_study(yaml.safe_load((Path(study_dir) / "config.yaml").read_text()))
@@ -290,16 +285,11 @@ def _start_time(pid: int) -> str | None:
 
 
 def process_attr() -> dict[str, Any]:
-    import os
-    import socket
-
     pid = os.getpid()
     return {"host": socket.gethostname(), "pid": pid, "start": _start_time(pid)}
 
 
 def _alive(proc: dict[str, Any]) -> bool:
-    import os
-
     try:
         os.kill(int(proc["pid"]), 0)
     except ProcessLookupError:
@@ -315,8 +305,6 @@ def _orphan(trial: FrozenTrial, grace_s: float | None) -> bool:
     heartbeat's first beat and before the objective records its process, so a ``kill -9`` in
     that window leaves it with neither, and the heartbeat can never find it stale. Our objective
     records its process first thing, so one still without it after the grace period is dead."""
-    import datetime
-
     if grace_s is None or PROCESS in trial.user_attrs or trial.datetime_start is None:
         return False
     return (datetime.datetime.now() - trial.datetime_start).total_seconds() > grace_s
@@ -327,8 +315,6 @@ def fail_dead_trials(study: optuna.Study, log: Any = print, *,
     """Mark FAIL every RUNNING trial whose process on this host is gone (a ``kill -9``), and
     queue its parameters again; trials of other hosts are left to the heartbeat. With
     ``grace_s``, a trial killed before its objective started (see ``_orphan``) is failed too."""
-    import socket
-
     host, dead = socket.gethostname(), []
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         proc = t.user_attrs.get(PROCESS)

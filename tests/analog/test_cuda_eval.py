@@ -9,7 +9,7 @@ import torch
 import analog
 from search_spaces import get_space
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+pytestmark = pytest.mark.gpu  # skipped without CUDA (tests/conftest.py)
 
 
 def _model() -> torch.nn.Module:

@@ -103,7 +103,7 @@ def test_small_ceilings_for_dry_runs():
     assert c.peak_flops > 0 and c.peak_bytes_per_s > 0
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.gpu
 def test_cuda_record_carries_precision_memory_and_clocks():
     r = measure_latency(tiny_cnn(), (1, 8, 8), device="cuda", rule=FAST, tf32=False)
     assert r.tf32 is False and r.peak_memory_bytes > 0

@@ -194,7 +194,7 @@ def test_thread_clock_is_cpu_only(cnn):
         measure_latency(cnn, (1, 8, 8), device="cuda", threads=1, clock="thread")
 
 
-@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.gpu
 def test_cuda_fingerprint_names_the_gpu(cnn, fast_rule):
     r = measure_latency(cnn, (1, 16, 16), device="cuda", dtype="fp16", rule=fast_rule)
     assert r.fingerprint["device"] == torch.cuda.get_device_name(0)

@@ -85,7 +85,7 @@ def test_count_flops_leaves_no_mode_behind(cnn):
     assert before > 0 and count_flops(cnn, torch.randn(1, 1, 8, 8))[0] == before
 
 
-@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.gpu
 def test_cuda_peak_memory_is_measured(cnn):
     costs = static_costs(cnn, (1, 64, 64), device="cuda")
     assert costs["peak_activation_method"] == "measured" and costs["peak_activation_bytes"] > 0

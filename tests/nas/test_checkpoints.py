@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from hw_cost import static_costs
 from hwnas.common.errors import ConfigError
 from hwnas.compress.prune import PruneConfig, prune
 from nas.cli import main
-from nas.results.export import load_checkpoint, save_checkpoint
 from search_spaces import get_space
+from search_spaces.checkpoint import load_checkpoint, save_checkpoint
 
 ARCH = "rn:s16-d1r2c24-d1r1c32"
 DATA = {"name": "digits", "in_chans": 1, "num_classes": 10, "img_size": 8}
@@ -35,7 +36,8 @@ def _model(pruned: bool) -> torch.nn.Module:
     torch.manual_seed(0)
     model = get_space("resnet").build(ARCH, in_chans=1, num_classes=10, img_size=8)
     if pruned:
-        prune(model, (1, 8, 8), PruneConfig(ratio=0.5))
+        prune(model, (1, 8, 8), PruneConfig(ratio=0.5),
+              measure=lambda m: static_costs(m, (1, 8, 8)))
     return model.eval()
 
 

@@ -11,9 +11,9 @@ import yaml
 from study_files import TABLE, tabular_raw, write_study
 
 import hwnas
+from nas.api import result_of
 from nas.cli import main
 from nas.results.summary import front
-from nas.search.run import result_of
 
 
 def _check(path: Path, *extra: str) -> int:

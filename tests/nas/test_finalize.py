@@ -11,12 +11,14 @@ import pytest
 import torch
 import yaml
 
+from hw_cost import static_costs
 from hwnas.common.errors import ConfigError
 from hwnas.common.threads import torch_threads
 from nas.cli import main as cli
 from nas.commands.finalize import parse_count, parse_latency_ms
 from nas.finalize import FinalizeConfig, finalize
-from nas.results.export import arch_dirname, export_model, load_checkpoint, save_checkpoint
+from nas.results.export import arch_dirname, export_model
+from search_spaces.checkpoint import load_checkpoint, save_checkpoint
 
 ARCHS = ("rn:s16-d1r2c32-d1r1c64", "rn:s16-d1r1c16-d1r1c32")
 STUDY = {
@@ -134,7 +136,8 @@ def test_pruned_checkpoint_round_trips(space: str, tmp_path: Path) -> None:
     sp = get_space(space)
     arch = sp.random_arch(random.Random(3))
     model = sp.build(arch, in_chans=1, num_classes=10, img_size=8)
-    prune(model, (1, 8, 8), PruneConfig(ratio=0.3))
+    prune(model, (1, 8, 8), PruneConfig(ratio=0.3),
+          measure=lambda m: static_costs(m, (1, 8, 8)))
     meta = {"name": "digits", "in_chans": 1, "num_classes": 10, "img_size": 8}
     save_checkpoint(tmp_path / "m.pt", space=space, arch=arch, state_dict=model.state_dict(),
                     data=meta, module=model)

@@ -12,10 +12,13 @@ import torch
 from optuna.trial import TrialState
 from study_files import live_raw, write_study
 
+from hw_cost import static_costs
+from hwnas.common.checkpoint import FORMAT
 from hwnas.common.errors import ConfigError
 from nas.cli import main
-from nas.results.export import FORMAT, arch_dirname, load_checkpoint, save_checkpoint
+from nas.results.export import arch_dirname
 from nas.study import store
+from search_spaces.checkpoint import load_checkpoint, save_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +106,8 @@ def test_checkpoint_bad_input_and_stored_module(tmp_path: Path) -> None:
     from search_spaces import get_space
 
     net = get_space("resnet").build("rn:s16-d1r1c16", in_chans=1, num_classes=10, img_size=8)
-    prune(net, (1, 8, 8), PruneConfig(ratio=0.5))  # no longer space.build(arch)
+    prune(net, (1, 8, 8), PruneConfig(ratio=0.5),
+          measure=lambda m: static_costs(m, (1, 8, 8)))  # no longer space.build(arch)
     save_checkpoint(tmp_path / "m.pt", space="resnet", arch="rn:s16-d1r1c16",
                     state_dict=net.state_dict(), module=net,
                     data={"name": "digits", "in_chans": 1, "num_classes": 10, "img_size": 8})

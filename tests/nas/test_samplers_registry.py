@@ -9,7 +9,7 @@ from study_files import TABLE
 
 from hwnas.common.errors import ConfigError
 from nas.algorithms.samplers import list_samplers, make_sampler
-from nas.scoring.tabular import TabularEvaluator
+from nas.study.table import TabularEvaluator
 from search_spaces import get_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -86,7 +86,7 @@ def test_promoted_set_is_closed_under_domination() -> None:
 
 
 def test_rung_budgets() -> None:
-    from nas.search.schedule import ScheduleCfg, rung_budgets
+    from nas.study.schedule import ScheduleCfg, rung_budgets
 
     assert rung_budgets(ScheduleCfg(**SCHED)) == [1, 3, 9]
     assert rung_budgets(ScheduleCfg(**{**SCHED, "min_budget": 2})) == [3, 9]  # top is exact
@@ -131,8 +131,9 @@ def _worker(url: str, index: int, n_trials: int, sleep: float) -> None:
     import pandas as pd
 
     from nas.algorithms.hybrid import HybridSampler
-    from nas.search.schedule import ScheduleCfg, SuccessiveHalving
+    from nas.search.schedule import SuccessiveHalving
     from nas.study import store
+    from nas.study.schedule import ScheduleCfg
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     table = pd.read_parquet(REPO / "bench" / "data" / "nb201_fmnist.parquet").set_index("arch")
@@ -178,7 +179,8 @@ def _load(url: str) -> optuna.Study:
 def _check_consistent(study: optuna.Study) -> dict[int, int]:
     """No promotion run twice, every promoted trial's parent finished one rung below with the
     same params, and every promotion due now is held (queued, running or done)."""
-    from nas.search.schedule import ScheduleCfg, SuccessiveHalving, pending
+    from nas.search.schedule import SuccessiveHalving, pending
+    from nas.study.schedule import ScheduleCfg
 
     trials = study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state == TrialState.COMPLETE]
@@ -200,7 +202,8 @@ def _check_consistent(study: optuna.Study) -> dict[int, int]:
 
 
 def test_duplicate_promotion_runs_once(tmp_path: Path) -> None:
-    from nas.search.schedule import ScheduleCfg, SuccessiveHalving
+    from nas.search.schedule import SuccessiveHalving
+    from nas.study.schedule import ScheduleCfg
 
     url = f"sqlite:///{tmp_path / 'sh.db'}"
     study = optuna.create_study(study_name="sh", storage=url, directions=["maximize"] * 2)
@@ -302,7 +305,7 @@ def _sh_cfg(target_se: float | None = 0.01, rung_se: str = "sqrt"):  # noqa: ANN
 
 
 def test_rung_precision_relaxes_with_the_square_root_of_the_budget() -> None:
-    from nas.search.schedule import RUNG_SE_CAP, RungPrecision, rung_precision
+    from nas.study.schedule import RUNG_SE_CAP, RungPrecision, rung_precision
 
     cfg = _sh_cfg(0.01)  # hw_eval: repeats 2, max_repeats 10
     top = RungPrecision(0.01, 10)

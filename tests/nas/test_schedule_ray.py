@@ -12,8 +12,9 @@ pytest.importorskip("ray.tune")
 
 from ray.tune.search import Searcher  # noqa: E402
 
-from nas.search.schedule import ScheduleCfg, SuccessiveHalving, pending  # noqa: E402
+from nas.search.schedule import SuccessiveHalving, pending  # noqa: E402
 from nas.search.schedule_ray import PromotingSearcher  # noqa: E402
+from nas.study.schedule import ScheduleCfg  # noqa: E402
 
 METRICS = ["objective__acc", "objective__lat"]
 

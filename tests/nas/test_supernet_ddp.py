@@ -10,9 +10,7 @@ import pytest
 import torch
 
 from hwnas.common.errors import ConfigError
-from nas.cli import main
-from search_spaces.supernet import build_supernet
-from search_spaces.supernet.train import (
+from hwnas.train.supernet import (
     SupernetTrainConfig,
     _batch,
     _optimizer,
@@ -22,6 +20,8 @@ from search_spaces.supernet.train import (
     sandwich_step,
     train_supernet,
 )
+from nas.cli import main
+from search_spaces.supernet import build_supernet
 
 CFG = SupernetTrainConfig(space="resnet", data="digits", train_limit=256, steps=3, batch_size=8,
                           k=1, warmup_steps=1, hwa_noise=0.05)
@@ -89,7 +89,7 @@ def test_batch_that_does_not_split_over_the_ranks(monkeypatch, tmp_path):
 
     monkeypatch.setattr(ddp, "join_group", lambda *a, **k: ddp.Dist(rank=0, world=3))
     with pytest.raises(ConfigError, match="must split into 3 equal shards"):
-        train_supernet(replace(CFG, batch_size=8), tmp_path / "x.pt")
+        train_supernet(replace(CFG, batch_size=8), tmp_path / "x.pt", build=build_supernet)
 
 
 def test_bad_nproc(capsys):

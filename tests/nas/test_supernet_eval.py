@@ -7,10 +7,12 @@ import pytest
 import torch
 
 from hwnas.common.errors import ConfigError
+from hwnas.train.supernet import SupernetTrainConfig, train_supernet
 from nas.scoring import supernet as supernet_eval
 from nas.scoring.evaluate import Evaluator
 from nas.study.config import load_study, validate_study
-from search_spaces.supernet.train import SupernetTrainConfig, train_supernet
+from nas.study.schedule import fidelities
+from search_spaces.supernet import build_supernet
 
 TINY = {"steps": 2, "batch_size": 4, "k": 0, "warmup_steps": 0}
 ARCH = "mb:re-s8-k3e1c8d1-k5e3c16d1-k3e1c24d1-k3e1c48d1-k3e1c64d1"
@@ -28,7 +30,8 @@ def _study(**supernet) -> dict:
 def checkpoint(tmp_path_factory):
     torch.set_num_threads(1)
     path = tmp_path_factory.mktemp("sn") / "mbconv.pt"
-    train_supernet(SupernetTrainConfig(space="mbconv", train_limit=64, **TINY), path)
+    train_supernet(SupernetTrainConfig(space="mbconv", train_limit=64, **TINY), path,
+                   build=build_supernet)
     return path
 
 
@@ -101,7 +104,7 @@ def test_finetune_steps_train_the_inherited_weights_deterministically(checkpoint
 
 def test_a_rung_budget_is_the_number_of_finetune_steps(checkpoint):
     cfg = validate_study({**_study(checkpoint=str(checkpoint)), "schedule": STEPS})
-    assert Evaluator.fidelities(cfg) == ("steps",)
+    assert fidelities(cfg) == ("steps",)
     ev = Evaluator(cfg)
     low, top = ev.evaluate(ARCH, budget=1), ev.evaluate(ARCH, budget=3)
     assert (low.info["finetune_steps"], top.info["finetune_steps"]) == (1, 3)

@@ -9,13 +9,10 @@ import pytest
 import torch
 
 from hwnas.common.errors import ConfigError
+from hwnas.train.supernet import SupernetTrainConfig, read_checkpoint, train_supernet
 from nas.cli import main
-from search_spaces.supernet.train import (
-    SupernetTrainConfig,
-    load_supernet,
-    read_checkpoint,
-    train_supernet,
-)
+from search_spaces.supernet import build_supernet
+from search_spaces.supernet.load import load_supernet
 
 # Tiny: 4 steps of 4 images, the smallest sandwich, HWA noise on (the noise stream is resumed).
 CFG = SupernetTrainConfig(space="mbconv", train_limit=64, steps=4, batch_size=4, k=1,
@@ -35,7 +32,7 @@ def _one_thread():
 @pytest.fixture(scope="module")
 def straight(tmp_path_factory):
     path = tmp_path_factory.mktemp("sn") / "straight.pt"
-    train_supernet(CFG, path)
+    train_supernet(CFG, path, build=build_supernet)
     return path
 
 
@@ -47,8 +44,8 @@ def test_resume_continues_exactly(straight, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train_supernet(CFG, path, checkpoint_every=1, on_progress=crash)
-    summary = train_supernet(CFG, path, resume=True)
+        train_supernet(CFG, path, build=build_supernet, checkpoint_every=1, on_progress=crash)
+    summary = train_supernet(CFG, path, build=build_supernet, resume=True)
     assert summary["resumed_from"] == 2
     a, b = read_checkpoint(straight)["state_dict"], read_checkpoint(path)["state_dict"]
     assert a.keys() == b.keys()
@@ -78,7 +75,7 @@ def test_resume_with_a_changed_config_is_an_error(straight, tmp_path):
     path = tmp_path / "x.pt"
     path.write_bytes(straight.read_bytes())
     with pytest.raises(ConfigError, match="lr must match the checkpoint's config"):
-        train_supernet(replace(CFG, lr=0.2), path, resume=True)
+        train_supernet(replace(CFG, lr=0.2), path, build=build_supernet, resume=True)
 
 
 def test_checkpoint_of_another_space_is_an_error(straight):
@@ -107,11 +104,11 @@ def test_cli_score_rejects_an_uncovered_arch(straight, capsys):
 def test_unknown_device_is_a_clear_error_before_any_step(tmp_path):
     path = tmp_path / "x.pt"
     with pytest.raises(ConfigError, match="supernet train device.*cuda device.*gpu0"):
-        train_supernet(CFG, path, device="gpu0")
+        train_supernet(CFG, path, build=build_supernet, device="gpu0")
     assert not path.exists()
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.gpu
 def test_cuda_run_resumes_on_the_cpu(tmp_path):
     """The device is not part of the config: steps 1-2 on CUDA, 3-4 on the CPU."""
     path = tmp_path / "x.pt"
@@ -121,10 +118,11 @@ def test_cuda_run_resumes_on_the_cpu(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train_supernet(CFG, path, checkpoint_every=1, on_progress=crash, device="cuda")
+        train_supernet(CFG, path, build=build_supernet, checkpoint_every=1, on_progress=crash,
+                       device="cuda")
     half = read_checkpoint(path)["state_dict"]
     assert all(v.device.type == "cpu" for v in half.values())  # loads anywhere
-    summary = train_supernet(CFG, path, resume=True)
+    summary = train_supernet(CFG, path, build=build_supernet, resume=True)
     assert summary["resumed_from"] == 2 and summary["device"] == "cpu"
     done = read_checkpoint(path)
     assert done["step"] == CFG.steps

@@ -9,7 +9,7 @@ import pytest
 from study_files import TABLE
 
 from hwnas.common.errors import ConfigError
-from nas.scoring.tabular import TabularEvaluator
+from nas.study.table import TabularEvaluator
 
 
 def test_lookup_every_row(table: pd.DataFrame) -> None:

@@ -334,7 +334,6 @@ def test_example_is_valid_and_documented(name):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("name", SPACES)
 def test_cuda_channels_last_autocast_step(name):
     # The training loop's CUDA path: channels_last memory format and bf16 autocast.

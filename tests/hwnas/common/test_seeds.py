@@ -38,6 +38,6 @@ def test_rng_devices_name_the_cuda_generator_to_restore():
     assert rng_devices("cuda:1") == [1]  # parsed only: no CUDA device is touched
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.gpu
 def test_rng_devices_of_plain_cuda_is_the_current_device():
     assert rng_devices("cuda") == [torch.cuda.current_device()]

@@ -77,8 +77,8 @@ def test_distilled_vit_head(digits) -> None:
 
 
 def test_make_loss_builds_the_teacher_through_its_factory(tmp_path, digits) -> None:
-    from nas.results.export import save_checkpoint
     from search_spaces import get_space
+    from search_spaces.checkpoint import save_checkpoint
 
     arch = "rn:s16-d1r1c16"
     torch.manual_seed(3)
@@ -86,7 +86,7 @@ def test_make_loss_builds_the_teacher_through_its_factory(tmp_path, digits) -> N
     save_checkpoint(tmp_path / "teacher.pt", space="resnet", arch=arch,
                     state_dict=teacher.state_dict(),
                     data={"name": "digits", "in_chans": 1, "num_classes": 10, "img_size": 8})
-    loss_fn = make_loss(teacher_factory="nas.results.export:load_model",
+    loss_fn = make_loss(teacher_factory="search_spaces.checkpoint:load_model",
                         teacher_kwargs={"path": str(tmp_path / "teacher.pt")}, alpha=0.0,
                         temperature=1.0)
     x, y = digits.x_train[:8], digits.y_train[:8]
@@ -125,8 +125,9 @@ def test_bad_distill_config_reports_every_problem() -> None:
     assert "soft" in str(err.value) and "[0, 1]" in str(err.value)
 
 
-def test_hwa_distill_trains_the_student_for_analog_hardware(digits) -> None:
-    from hwnas.compress.distill import hwa_distill
+@pytest.mark.parametrize("hw", ["pcm", "digital"])
+def test_hwa_fit_trains_the_student_on_the_distillation_loss(digits, hw: str) -> None:
+    import analog
     from hwnas.train.loop import FitConfig
     from search_spaces import get_space
 
@@ -137,9 +138,14 @@ def test_hwa_distill_trains_the_student_for_analog_hardware(digits) -> None:
 
     teacher, student = net(0), net(1)
     start = {k: v.clone() for k, v in student.state_dict().items()}
-    res = hwa_distill(student, digits, "pcm", FitConfig(steps=5, batch_size=64, lr=0.01),
-                      Distiller(teacher))
+    distiller, calls = Distiller(teacher), []
+
+    def loss_fn(logits, targets, inputs):  # noqa: ANN001, ANN202 - counts the distiller's calls
+        calls.append(len(targets))
+        return distiller(logits, targets, inputs)
+
+    res = analog.hwa_fit(student, digits, hw, FitConfig(steps=5, batch_size=64, lr=0.01),
+                         loss_fn=loss_fn)
     assert res.steps == 5 and torch.isfinite(torch.tensor(res.train_loss))
+    assert len(calls) >= 5  # every training step took its loss from the teacher
     assert any(not torch.equal(start[k], v) for k, v in student.state_dict().items())
-    with pytest.raises(ConfigError, match="analog hardware model"):
-        hwa_distill(student, digits, "fq8", FitConfig(steps=1), Distiller(teacher))

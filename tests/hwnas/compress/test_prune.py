@@ -8,6 +8,7 @@ import random
 import pytest
 import torch
 
+from hw_cost import measure_latency, static_costs
 from hwnas.common.errors import ConfigError
 from hwnas.compress.prune import IMPORTANCES, PruneConfig, classifier_of, prune
 from hwnas.compress.shapes import apply_spec, shape_spec
@@ -25,6 +26,23 @@ SMALL = {
 }
 
 
+def _static(shape: tuple[int, int, int]):  # noqa: ANN202 - a prune Measure
+    def measure(model: torch.nn.Module) -> dict[str, float]:
+        static = static_costs(model, shape)
+        return {"params": float(static["params"]), "macs": float(static["macs"])}
+
+    return measure
+
+
+def _timed(shape: tuple[int, int, int], opts: dict):  # noqa: ANN001, ANN202 - a prune Measure
+    static = _static(shape)
+
+    def measure(model: torch.nn.Module) -> dict[str, float]:
+        return {**static(model), "latency_ms": measure_latency(model, shape, **opts).median_ms}
+
+    return measure
+
+
 def _build(space: str, seed: int = 0, arch: str | None = None):
     sp = get_space(space)
     arch = arch or SMALL.get(space) or sp.random_arch(random.Random(seed))
@@ -36,7 +54,7 @@ def _build(space: str, seed: int = 0, arch: str | None = None):
 def test_ratio_shrinks_costs_and_model_round_trips(space: str) -> None:
     r = 0.3
     sp, arch, model = _build(space)
-    result = prune(model, SHAPE, PruneConfig(ratio=r))
+    result = prune(model, SHAPE, PruneConfig(ratio=r), measure=_static(SHAPE))
     # Every coupled channel group loses ~r of its width, so weights and MACs scale ~(1-r)^2;
     # the fixed input channels and the kept classifier make the drop a little smaller.
     for key in ("params", "macs"):
@@ -58,7 +76,7 @@ def test_pruned_model_trains(space: str, digits) -> None:
     from hwnas.train.loop import FitConfig, fit
 
     _, _, model = _build(space, seed=1)
-    prune(model, SHAPE, PruneConfig(ratio=0.5))
+    prune(model, SHAPE, PruneConfig(ratio=0.5), measure=_static(SHAPE))
     before = [p.detach().clone() for p in model.parameters()]
     res = fit(model, digits, FitConfig(steps=3, batch_size=32, lr=0.01))
     assert res.steps == 3 and torch.isfinite(torch.tensor(res.train_loss))
@@ -68,7 +86,7 @@ def test_pruned_model_trains(space: str, digits) -> None:
 @pytest.mark.parametrize("prune_heads", [False, True])
 def test_vit_attention_attributes_follow_qkv(prune_heads: bool) -> None:
     _, _, model = _build("vit", arch="vit:p2-e64-d2-h4-m2")
-    prune(model, SHAPE, PruneConfig(ratio=0.5, prune_heads=prune_heads))
+    prune(model, SHAPE, PruneConfig(ratio=0.5, prune_heads=prune_heads), measure=_static(SHAPE))
     for block in model.blocks:
         a = block.attn
         assert a.qkv.out_features == 3 * a.attn_dim == 3 * a.num_heads * a.head_dim
@@ -86,9 +104,10 @@ def test_vit_attention_attributes_follow_qkv(prune_heads: bool) -> None:
 
 def test_macs_budget_is_met_by_the_least_pruned_step() -> None:
     _, _, model = _build("resnet")
-    full = prune(_build("resnet")[2], SHAPE, PruneConfig(ratio=0.05)).before.macs
+    full = prune(_build("resnet")[2], SHAPE, PruneConfig(ratio=0.05),
+                 measure=_static(SHAPE)).before.macs
     budget = 0.5 * full
-    res = prune(model, SHAPE, PruneConfig(macs_budget=budget, step=0.1))
+    res = prune(model, SHAPE, PruneConfig(macs_budget=budget, step=0.1), measure=_static(SHAPE))
     assert res.reached and res.target == "macs"
     assert res.after.macs <= budget
     assert len(res.steps) >= 2 and res.steps[-2].macs > budget  # one step less is over budget
@@ -100,10 +119,11 @@ def test_latency_budget_ends_under_budget() -> None:
     _, _, model = _build("resnet", arch="rn:s32-d1r2c48-d1r1c96")
     opts = {"threads": 1, "max_seconds": 0.5}
     shape = (1, 28, 28)
-    res = prune(model, shape, PruneConfig(latency_budget_ms=1e9, latency=opts))
+    timed = _timed(shape, opts)
+    res = prune(model, shape, PruneConfig(latency_budget_ms=1e9), measure=timed)
     assert res.steps == [] and res.reached  # already under budget: nothing pruned
     budget = 0.75 * res.before.latency_ms
-    res = prune(model, shape, PruneConfig(latency_budget_ms=budget, step=0.15, latency=opts))
+    res = prune(model, shape, PruneConfig(latency_budget_ms=budget, step=0.15), measure=timed)
     assert res.target == "latency" and all(s.latency_ms > 0 for s in res.steps)
     assert res.reached == (res.after.latency_ms <= budget)
     assert res.reached, f"pruning to 90% did not reach {budget:.3f} ms: {res.summary()}"
@@ -138,7 +158,8 @@ def test_pruning_removes_the_unimportant_channels(importance: str) -> None:
     kept = []
     for _ in range(2):
         net = _planted_net(dead)
-        res = prune(net, SHAPE, PruneConfig(ratio=0.4, importance=importance), calib=(x, y))
+        res = prune(net, SHAPE, PruneConfig(ratio=0.4, importance=importance),
+                    measure=_static(SHAPE), calib=(x, y))
         assert all(p.grad is None for p in net.parameters())
         assert net[0].out_channels == net[3].out_channels == 12
         assert res.after.params < res.before.params and res.after.macs < res.before.macs
@@ -162,4 +183,27 @@ def test_bad_config_reports_every_problem() -> None:
 def test_taylor_without_calibration_batch_is_an_error() -> None:
     _, _, model = _build("resnet")
     with pytest.raises(ConfigError, match="calibration batch"):
-        prune(model, SHAPE, PruneConfig(ratio=0.3, importance="taylor"))
+        prune(model, SHAPE, PruneConfig(ratio=0.3, importance="taylor"), measure=_static(SHAPE))
+
+
+def test_a_latency_budget_follows_the_callers_measure() -> None:
+    # A stand-in latency (proportional to the parameters) needs no timing: pruning must stop at
+    # the first step under the budget, judged only by what measure reports.
+    model = _build("resnet", arch="rn:s32-d1r2c48-d1r1c96")[2]
+    static = _static(SHAPE)
+
+    def by_params(m: torch.nn.Module) -> dict[str, float]:
+        got = static(m)
+        return {**got, "latency_ms": got["params"] / 1e4}
+
+    full = by_params(model)["latency_ms"]
+    res = prune(model, SHAPE, PruneConfig(latency_budget_ms=0.6 * full, step=0.1),
+                measure=by_params)
+    assert res.reached and res.after.latency_ms <= 0.6 * full
+    assert all(s.latency_ms > 0.6 * full for s in res.steps[:-1])  # the least-pruned that fits
+
+
+def test_a_measure_without_latency_is_a_clear_error_for_a_latency_budget() -> None:
+    model = _build("resnet")[2]
+    with pytest.raises(ConfigError, match="latency_ms"):
+        prune(model, SHAPE, PruneConfig(latency_budget_ms=1.0), measure=_static(SHAPE))

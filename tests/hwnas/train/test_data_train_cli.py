@@ -68,12 +68,11 @@ def test_train_prints_accuracy_and_writes_json(capsys, tmp_path):
 
 
 def test_train_save_round_trips_through_the_checkpoint_format(capsys, tmp_path):
-    pytest.importorskip("nas.results.export")
     import torch
 
     from hwnas.train.data import load_data
     from hwnas.train.loop import evaluate
-    from nas.results.export import load_checkpoint
+    from search_spaces.checkpoint import load_checkpoint
 
     path = tmp_path / "model.pt"
     assert main(["train", "resnet", ARCH, "--data", "digits", "--steps", "5",

@@ -104,7 +104,7 @@ def test_bad_loader_arguments_reported_together():
     assert len(err.value.problems) == 3
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.gpu
 def test_loader_on_cuda_matches_cpu():
     x, y = _indexed(40)
     aug = Augment(2, True)

@@ -45,7 +45,6 @@ def test_fit_learns_digits(digits):
 
 
 def test_fit_learns_with_a_search_space_model(digits):
-    pytest.importorskip("search_spaces.resnet")
     from search_spaces import get_space
 
     torch.manual_seed(0)
@@ -245,7 +244,7 @@ def test_cuda_on_a_cpu_machine_is_a_config_error():
         FitConfig(device="cuda")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.gpu
 def test_fit_on_cuda_with_amp_and_channels_last(digits):
     model = _model()
     result = fit(model, digits, FitConfig(epochs=5, batch_size=64, device="cuda"))

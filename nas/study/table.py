@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from hwnas.common.errors import ConfigError, Problem
+from search_spaces import get_space
 
 SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -97,8 +98,6 @@ class TabularEvaluator:
         rows; otherwise every trial would fail its lookup. Checks a spread of rows and a seeded
         draw of archs (seconds would be spent on all 15,625 NB201 rows for no new information).
         """
-        from search_spaces import get_space
-
         space = get_space(space_name)
         rows = self.archs()[:: max(1, len(self) // checked)]
         bad = [a for a in rows if not _valid(space, a)]

@@ -19,6 +19,11 @@ tracks unused parameters from the last forward only. Batch norm statistics are p
 SyncBatchNorm), as in plain DDP. Rank 0 writes the checkpoints and reports progress.
 Checkpoints hold tensors and plain metadata only: ``torch.load(path, weights_only=True)`` reads
 them.
+
+The recipe trains whatever supernet ``build`` returns (``search_spaces.supernet.build_supernet``):
+it needs only the supernet's sampling API (``sandwich``, ``activate``, ``describe``,
+``weight_noise``), so training stays below the spaces it trains. ``search_spaces.supernet.load``
+rebuilds a trained one from its checkpoint.
 """
 
 from __future__ import annotations
@@ -33,11 +38,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
+from torch import nn
 
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.seeds import rng_devices
-from search_spaces.supernet import Supernet, build_supernet, recalibrate_bn
+from hwnas.train.data import DataSplits, load_data
+from hwnas.train.ddp import join_group
+from hwnas.train.fit_config import FitConfig, device_ok
+from hwnas.train.loader import Augment, augment_batch
+from hwnas.train.loop import build_optimizer, build_scheduler
+
+Supernet = nn.Module  # a search_spaces.supernet.Supernet: sandwich(), activate(), describe()
 
 FORMAT = "hwnas-supernet/1"
 
@@ -82,9 +95,8 @@ def _step_seed(seed: int, step: int) -> int:
     return (seed * 1_000_003 + step) % (2**63)
 
 
-def _batch(data, cfg: SupernetTrainConfig, step: int):  # noqa: ANN001 - DataSplits
-    from hwnas.train.loader import Augment, augment_batch
-
+def _batch(data: DataSplits, cfg: SupernetTrainConfig, step: int
+           ) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(_step_seed(cfg.seed, step))
     idx = torch.randperm(len(data.y_train), generator=gen)[:cfg.batch_size]
     x = data.x_train[idx]
@@ -113,23 +125,17 @@ def sandwich_step(net: Supernet, x: torch.Tensor, y: torch.Tensor, cfg: Supernet
 
 
 def _optimizer(net: Supernet, cfg: SupernetTrainConfig):  # noqa: ANN202
-    from hwnas.train.loop import FitConfig, build_optimizer, build_scheduler
-
     opt = build_optimizer(net, FitConfig(lr=cfg.lr, momentum=cfg.momentum,
                                          weight_decay=cfg.weight_decay))
     return opt, build_scheduler(opt, cfg.steps, cfg.warmup_steps)
 
 
-def load_data_for(cfg: SupernetTrainConfig, **kwargs: Any):  # noqa: ANN201 - DataSplits
-    from hwnas.train.data import load_data
-
+def load_data_for(cfg: SupernetTrainConfig, **kwargs: Any) -> DataSplits:
     return load_data(cfg.data, train_limit=cfg.train_limit, seed=cfg.seed, **kwargs)
 
 
 def _average(net: Supernet, losses: list[float], world: int) -> list[float]:
     """Average every gradient and the losses over the ranks (one all-reduce each)."""
-    import torch.distributed as dist
-
     # Every rank ran the same sub-networks, so the same weights have gradients, in one order;
     # a weight none of them used keeps no gradient, as in one process (no weight decay step).
     params = [p for p in net.parameters() if p.grad is not None]
@@ -145,17 +151,17 @@ def _average(net: Supernet, losses: list[float], world: int) -> list[float]:
     return flat[offset:].tolist()
 
 
-def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = False,
+def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *,
+                   build: Callable[..., Supernet], resume: bool = False,
                    checkpoint_every: int = 50, device: str = "cpu",
                    on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Train (or resume) the supernet of ``cfg.space``; checkpoints to ``out``; a summary.
 
-    ``device`` is not part of the config: a run may resume on another device. Batches and
-    sub-network draws come from CPU generators, so the steps are the same on every device.
+    ``build(space, in_chans=, num_classes=, img_size=)`` makes the untrained supernet
+    (``search_spaces.supernet.build_supernet``). ``device`` is not part of the config: a run
+    may resume on another device. Batches and sub-network draws come from CPU generators, so
+    the steps are the same on every device.
     Launched by torchrun, each rank trains on its shard of every batch (module docstring)."""
-    from hwnas.train.ddp import join_group
-    from hwnas.train.fit_config import device_ok
-
     if not device_ok(device):
         raise ConfigError.one("supernet train device", "must be cpu or an available cuda device",
                               device, "pass --device cpu on a machine without GPU")
@@ -168,8 +174,8 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *, resume: bool = 
                               f"{max(2, cfg.batch_size // d.world) * d.world}")
     data = load_data_for(cfg)
     torch.manual_seed(cfg.seed)  # the bank's initialisation
-    net = build_supernet(cfg.space, in_chans=data.in_chans, num_classes=data.num_classes,
-                         img_size=data.img_size)
+    net = build(cfg.space, in_chans=data.in_chans, num_classes=data.num_classes,
+                img_size=data.img_size)
     net.weight_noise = cfg.hwa_noise
     net.to(d.device)
     opt, sched = _optimizer(net, cfg)
@@ -245,23 +251,5 @@ def read_checkpoint(path: str | Path, *, space: str | None = None) -> dict[str, 
     return ck
 
 
-def load_supernet(path: str | Path, *, space: str | None = None) -> tuple[Supernet, dict]:
-    """The trained supernet in eval mode and its checkpoint metadata (config, step, seconds)."""
-    ck = read_checkpoint(path, space=space)
-    net = build_supernet(ck["space"], in_chans=ck["in_chans"], num_classes=ck["num_classes"],
-                         img_size=ck["img_size"])
-    net.load_state_dict(ck["state_dict"])
-    meta = {k: ck[k] for k in ("space", "config", "step", "seconds", "in_chans", "num_classes",
-                               "img_size")}
-    return net.eval(), meta
-
-
-def inherit(net: Supernet, arch: str, calib: torch.Tensor, *, batch_size: int = 250):
-    """Sub-network ``arch`` with inherited weights and BN statistics re-estimated on ``calib``."""
-    model = net.extract(arch)
-    recalibrate_bn(model, calib, batch_size=batch_size)
-    return model
-
-
-__all__ = ["FORMAT", "SupernetTrainConfig", "check_same_config", "inherit", "load_supernet",
-           "read_checkpoint", "sandwich_step", "train_supernet"]
+__all__ = ["FORMAT", "SupernetTrainConfig", "check_same_config", "read_checkpoint",
+           "sandwich_step", "train_supernet"]

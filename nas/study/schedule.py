@@ -1,0 +1,115 @@
+"""A study's ``schedule:`` section as data: its options, its rungs, what each evaluator varies.
+
+Validating a study file needs to know which budgets its evaluator can train at a smaller size
+(``FIDELITIES``); that is a fact about the evaluators, kept here as a table so the config side never
+imports the scoring code. ``nas.search.schedule`` runs the schedule from these options, and
+``nas.scoring.evaluate.budgeted`` turns a rung's budget into data and a training config.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from hwnas.common.errors import Problem
+
+FIDELITIES: dict[str, tuple[str, ...]] = {
+    "train": ("epochs", "images"),  # proxy training: fewer epochs, or the first training images
+    "supernet": ("steps",),  # fine-tuning steps from the inherited weights
+    "tabular": (),  # metrics are looked up: nothing to train at a smaller budget
+}
+"""Which budgets (``schedule.resource``) each evaluator can vary, by evaluator kind."""
+
+
+def evaluator_kind(cfg: Any) -> str:  # cfg: nas.study.config.StudyConfig
+    """``tabular`` when the study looks metrics up, else its ``evaluator`` (train, supernet)."""
+    return "tabular" if cfg.tabular else cfg.evaluator
+
+
+def fidelities(cfg: Any) -> tuple[str, ...]:
+    """The budgets the study's evaluator can vary (``FIDELITIES`` of its kind)."""
+    return FIDELITIES[evaluator_kind(cfg)]
+
+
+class ScheduleCfg(BaseModel):
+    """How trials share the evaluation budget (``type: none`` = every trial at full budget)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["none", "sh", "hyperband"] = "none"
+    eta: float = 3.0
+    min_budget: float | None = None
+    max_budget: float | None = None
+    resource: Literal["epochs", "images", "steps"] = "epochs"
+    rung_se: Literal["sqrt", "fixed"] = "sqrt"
+    """Analog precision below the top rung: ``sqrt`` relaxes ``hw_eval.target_se`` by
+    sqrt(max_budget / budget), at most to ``RUNG_SE_CAP`` (``rung_precision``); ``fixed`` scores
+    every rung to the study's target."""
+
+
+RUNG_SE_CAP = 0.05
+"""A lower rung is never scored looser than 5 points of SE (about 200 images)."""
+
+
+@dataclass(frozen=True)
+class RungPrecision:
+    """How precisely a rung's analog accuracies are scored (``hw_eval`` at the top rung)."""
+
+    target_se: float | None
+    max_repeats: int
+
+
+def rung_precision(cfg: Any, budget: float | None) -> RungPrecision:
+    """The analog precision at a rung of ``budget`` (None: the full budget).
+
+    A short proxy training ranks candidates with more noise than a long one: between two seeds,
+    one epoch on 5,000 Fashion-MNIST images moves a score by 4-5 points, three epochs by 1.6
+    (BENCHMARKS.md, fidelity). Scoring a low rung to the top rung's SE buys precision its
+    training cannot use, at the top rung's cost. With ``rung_se: sqrt`` the target grows as
+    sqrt(max_budget / budget), capped at ``RUNG_SE_CAP``, and the cap on programmings shrinks
+    by the same factor (at least ``hw_eval.repeats``). One rung, whose candidates promotion
+    compares, has one precision."""
+    he, s = cfg.hw_eval, cfg.schedule
+    top = RungPrecision(he.target_se, he.max_repeats)
+    if (he.target_se is None or budget is None or s.type == "none" or s.rung_se == "fixed"
+            or s.max_budget is None or budget >= s.max_budget):
+        return top
+    target = max(he.target_se, min(he.target_se * math.sqrt(s.max_budget / budget),
+                                   RUNG_SE_CAP))
+    repeats = max(he.repeats, round(he.max_repeats * he.target_se / target))
+    return RungPrecision(target, min(repeats, he.max_repeats))
+
+
+def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.StudyConfig
+    """Every broken schedule rule of a validated study config (empty when none)."""
+    s: ScheduleCfg = cfg.schedule
+    if s.type == "none":
+        return []
+    out = []
+    if not s.eta > 1:
+        out.append(Problem("schedule.eta", "must be > 1 (a rung keeps 1/eta of the one below)",
+                           s.eta, "use e.g. eta: 3"))
+    lo, hi = s.min_budget, s.max_budget
+    if lo is None or hi is None or not lo > 0:
+        out.append(Problem("schedule.min_budget/max_budget", "both must be given and > 0",
+                           (lo, hi), f"give the smallest and the full {s.resource} budget"))
+    elif lo > hi:
+        out.append(Problem("schedule.min_budget", "must be <= schedule.max_budget", (lo, hi),
+                           "swap them, or lower min_budget"))
+    can = fidelities(cfg)
+    if s.resource not in can:
+        out.append(Problem("schedule.resource", "must be a budget the study's evaluator can vary "
+                           f"(this one can vary {list(can) or 'none: its metrics are fixed'})",
+                           s.resource, "use one of those, or drop `schedule` (tabular studies "
+                           "look metrics up and cannot train at a smaller budget)"))
+    return out
+
+
+def rung_budgets(s: ScheduleCfg) -> list[float]:
+    """Budgets from the lowest rung to the top one (``max_budget``)."""
+    assert s.min_budget is not None and s.max_budget is not None
+    n = int(math.floor(math.log(s.max_budget / s.min_budget) / math.log(s.eta) + 1e-9))
+    budgets = [s.max_budget / s.eta ** (n - k) for k in range(n + 1)]
+    return [float(round(b)) for b in budgets] if s.resource != "epochs" else budgets
