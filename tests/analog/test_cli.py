@@ -24,15 +24,18 @@ def test_analog_eval_writes_csv_png_json(tmp_path, capsys):
     assert code == 0
     rows = list(csv.DictReader((out / "analog_eval.csv").open()))
     curves = {r["curve"] for r in rows}
-    assert curves == {"digital", "fq8", "pcm", "pcm (no compensation)", "pcm + HWA",
-                      "pcm + HWA (no compensation)"}
+    # AdaBS is on by default, as in studies, and the curve names say so
+    assert curves == {"digital", "fq8", "pcm + AdaBS", "pcm + AdaBS (no compensation)",
+                      "pcm + HWA + AdaBS", "pcm + HWA + AdaBS (no compensation)"}
+    assert {r["adabs"] for r in rows if r["curve"].startswith("pcm")} == {"256"}
     assert len(rows) == 2 + 4 * 2 and all(r["repeats"] in ("1", "2") for r in rows)
     assert (out / "analog_eval.png").stat().st_size > 10_000
     meta = json.loads((out / "analog_eval.json").read_text())
     assert meta["config"]["repeats"] == 2 and meta["model"]["arch"] == ARCH
     assert meta["provenance"]["versions"]["aihwkit"] == "1.2.0" and meta["hwa_fit"]["steps"] > 0
     assert len(meta["curves"][0]["points"][0]["accs"]) == 2
-    assert "pcm + HWA" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "pcm + HWA" in printed and "scored with AdaBS 256 img, 2 programmings" in printed
 
 
 @pytest.mark.slow
