@@ -40,7 +40,7 @@ from hwnas.common.provenance import provenance
 from hwnas.train.data import load_data
 from hwnas.train.loop import FitConfig, evaluate, fit
 from search_spaces import get_space
-from search_spaces.supernet.train import inherit, load_supernet
+from search_spaces.supernet.load import inherit, load_supernet
 
 ROOT = Path(__file__).resolve().parent
 TRUTH = ROOT / "data" / "fidelity" / "truth.csv"
