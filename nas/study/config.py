@@ -44,58 +44,71 @@ class _Cfg(BaseModel):
 class DataCfg(_Cfg):
     """Which data set the candidates train and are scored on (``hwnas.train.data.load_data``)."""
 
-    name: str = "fashion_mnist"
-    root: str | None = None
+    name: str = Field("fashion_mnist", description="a registered data set (`hwnas data list`)")
+    root: str | None = Field(None, description=(
+        "folder of the data files (default: the data set's own)"))
     val_fraction: float = Field(0.1, gt=0, lt=1, description="share of the data set's train "
                                 "images held out for validation (candidates are scored there)")
     train_limit: int | None = Field(None, gt=0, description="train images used (proxy budget); "
                                     "never shrinks the validation split")
-    test_limit: int | None = Field(None, gt=0)
-    seed: int = 0
+    test_limit: int | None = Field(None, gt=0, description="test images used")
+    seed: int = Field(0, description="seed of the train/validation split")
 
 
 class ObjectiveCfg(_Cfg):
     """One objective: a registered metric; accuracy also names its hardware model and drift time."""
 
-    metric: str
-    direction: Literal["minimize", "maximize"] | None = None
-    hw: str | None = None
-    time: str | float | None = None
+    metric: str = Field(description=(
+        "a registered metric (accuracy, latency, macs, params, energy, ...)"))
+    direction: Literal["minimize", "maximize"] | None = Field(None, description=(
+        "minimize | maximize; must match the metric's own"))
+    hw: str | None = Field(None, description=(
+        "hardware model for accuracy (`hwnas analog list`; default digital)"))
+    time: str | float | None = Field(None, description=(
+        "drift time for analog accuracy, e.g. 1h, 1d, 30d"))
 
 
 class ConstraintCfg(_Cfg):
     """A budget ``min <= metric <= max``; cost metrics are checked before any training."""
 
-    metric: str
-    max: float | None = None
-    min: float | None = None
-    hw: str | None = None
-    time: str | float | None = None
+    metric: str = Field(description="a registered metric")
+    max: float | None = Field(None, description="upper bound (in the metric's unit)")
+    min: float | None = Field(None, description="lower bound")
+    hw: str | None = Field(None, description="hardware model, for accuracy budgets")
+    time: str | float | None = Field(None, description="drift time, for analog accuracy budgets")
 
 
 class SamplerCfg(_Cfg):
-    name: str = "default"
-    options: dict[str, Any] = Field(default_factory=dict)
+    name: str = Field("default", description="a registered sampler")
+    options: dict[str, Any] = Field(default_factory=dict, description=(
+        "keyword arguments of the Optuna sampler"))
 
 
 class TrainCfg(_Cfg):
     """Proxy training per trial: the fields of ``hwnas.train.FitConfig`` with its defaults (the
     seed is the study's), so the study file and the library train alike."""
 
-    epochs: float = Field(_FIT["epochs"], gt=0)
-    steps: int | None = Field(_FIT["steps"], gt=0)
-    batch_size: int = Field(_FIT["batch_size"], gt=0)
+    epochs: float = Field(_FIT["epochs"], gt=0, description=(
+        "training epochs per candidate (fractions allowed)"))
+    steps: int | None = Field(_FIT["steps"], gt=0, description="optimizer steps instead of epochs")
+    batch_size: int = Field(_FIT["batch_size"], gt=0, description="training batch size")
     lr: float | None = Field(_FIT["lr"], gt=0, description="None: 0.1 for sgd, 1e-3 for adamw")
-    optimizer: Literal["sgd", "adamw"] = _FIT["optimizer"]
-    weight_decay: float = Field(_FIT["weight_decay"], ge=0)
-    momentum: float = Field(_FIT["momentum"], ge=0, lt=1)
-    label_smoothing: float = Field(_FIT["label_smoothing"], ge=0, lt=1)
-    warmup_epochs: float = Field(_FIT["warmup_epochs"], ge=0)
-    augment: bool = _FIT["augment"]
-    device: str = _FIT["device"]
-    amp: bool = _FIT["amp"]
-    channels_last: bool = _FIT["channels_last"]
-    eval_batch_size: int = Field(_FIT["eval_batch_size"], gt=0)
+    optimizer: Literal["sgd", "adamw"] = Field(_FIT["optimizer"], description="sgd | adamw")
+    weight_decay: float = Field(_FIT["weight_decay"], ge=0, description=(
+        "weight decay (default: the optimizer's)"))
+    momentum: float = Field(_FIT["momentum"], ge=0, lt=1, description="SGD momentum")
+    label_smoothing: float = Field(_FIT["label_smoothing"], ge=0, lt=1, description=(
+        "label smoothing of the cross-entropy"))
+    warmup_epochs: float = Field(_FIT["warmup_epochs"], ge=0, description=(
+        "linear warm-up before the cosine decay"))
+    augment: bool = Field(_FIT["augment"], description=(
+        "random crop and flip where the data set allows"))
+    device: str = Field(_FIT["device"], description="cpu | cuda | cuda:N")
+    amp: bool = Field(_FIT["amp"], description="mixed precision on CUDA")
+    channels_last: bool = Field(_FIT["channels_last"], description=(
+        "channels-last memory format on CUDA"))
+    eval_batch_size: int = Field(_FIT["eval_batch_size"], gt=0, description=(
+        "images per batch when scoring (memory, not results)"))
     validation: Literal["epoch", "end", "off"] = Field(
         "off", description="val-split passes while training: off (the default here: the study "
         "scores every candidate itself after training, on hw_eval.eval_limit images), end, or "
@@ -123,8 +136,9 @@ class HwEvalCfg(_Cfg):
     hwa: float | str = Field(
         "off", description="hardware-aware fine-tuning before analog scoring: off, epochs, or "
         f"auto (= {AUTO_HWA_EPOCHS} epochs, for analog hardware models only)")
-    compensation: bool = True
-    fast: bool = True
+    compensation: bool = Field(True, description="global drift compensation (aihwkit)")
+    fast: bool = Field(True, description=(
+        "the fast analog path (agrees with aihwkit tiles, several times faster)"))
     mapping: dict[str, Any] = Field(
         default_factory=dict, description="layer-wise analog/digital mapping, fixed or searched "
         "(nas.study.mapping): e.g. {search: [first_k_digital, last_k_digital], max_k: 2}")
@@ -172,11 +186,11 @@ class HwEvalCfg(_Cfg):
 class LatencyCfg(_Cfg):
     """How latency is measured (``hw_cost.cost_of``)."""
 
-    device: str = "cpu"
-    batch_size: int = Field(1, gt=0)
-    dtype: Literal["fp32", "fp16", "bf16"] = "fp32"
+    device: str = Field("cpu", description="device the latency is measured on")
+    batch_size: int = Field(1, gt=0, description="batch size of the timed forward pass")
+    dtype: Literal["fp32", "fp16", "bf16"] = Field("fp32", description="fp32 | fp16 | bf16")
     threads: int | None = Field(1, gt=0, description="CPU threads while timing (fixed)")
-    max_seconds: float = Field(2.0, gt=0)
+    max_seconds: float = Field(2.0, gt=0, description="stop timing after this long")
     min_seconds: float = Field(0.0, ge=0, description="time at least this long: averages a "
                                "shared host's speed drift (hw_cost.StopRule)")
     cache: str | None = Field(None, description="cost cache path (default: hw_cost's)")
@@ -203,10 +217,11 @@ class LatencyCfg(_Cfg):
 
 
 class RayCfg(_Cfg):
-    address: str | None = None
-    cpus_per_trial: float = Field(1.0, gt=0)
-    gpus_per_trial: float = Field(0.0, ge=0)
-    max_concurrent: int | None = Field(None, gt=0)
+    address: str | None = Field(None, description=(
+        "Ray cluster address (default: start a local Ray)"))
+    cpus_per_trial: float = Field(1.0, gt=0, description="CPUs reserved per trial")
+    gpus_per_trial: float = Field(0.0, ge=0, description="GPUs per trial; fractions share a device")
+    max_concurrent: int | None = Field(None, gt=0, description="trials at once")
     max_failures: int = Field(1, ge=0, description="retries of a trial whose worker died")
     storage: str | None = Field(None, description="Ray Tune's storage: a path on a file system "
                                 "every node shares, or a URI (file://, s3://, gs://); default: "
@@ -216,9 +231,12 @@ class RayCfg(_Cfg):
 class TabularCfg(_Cfg):
     """Look metrics up in a table instead of training and measuring."""
 
-    path: str
-    key: str = "arch"
-    columns: dict[str, str] = Field(default_factory=dict)
+    path: str = Field(description=(
+        "CSV or Parquet table; relative paths are tried from the study file's folder, then the "
+        "working directory"))
+    key: str = Field("arch", description="the column holding the space's arch strings")
+    columns: dict[str, str] = Field(default_factory=dict, description=(
+        "{metric key: column} for columns not named by metric key"))
 
 
 class ParetoCfg(_Cfg):
@@ -234,8 +252,9 @@ class ParetoCfg(_Cfg):
 
 class ExportCfg(_Cfg):
     top: int | None = Field(None, gt=0, description="export at most this many Pareto models")
-    onnx: bool = True
-    onnx_tolerance: float = Field(1e-4, gt=0)
+    onnx: bool = Field(True, description="also export ONNX and check it against PyTorch")
+    onnx_tolerance: float = Field(1e-4, gt=0, description=(
+        "largest allowed ONNX/PyTorch output difference"))
 
 
 class TrackingCfg(_Cfg):
@@ -263,38 +282,59 @@ class SupernetCfg(_Cfg):
                                 "rung's budget takes its place")
     refine_top: int = Field(3, ge=0, description="front members fine-tuned standalone by "
                             "`hwnas supernet refine`")
-    refine_epochs: float = Field(1.0, gt=0)
+    refine_epochs: float = Field(1.0, gt=0, description=(
+        "epochs of standalone fine-tuning per refined front member"))
 
 
 class StudyConfig(_Cfg):
     """A whole study. Every field has a default except ``name``, ``space`` and ``objectives``."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    description: str = ""
-    space: str
-    seed: int = 0
-    n_trials: int = Field(20, gt=0)
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description=(
+        "study name: the run folder runs/<name> and the Optuna study name"))
+    description: str = Field("", description="free text shown in the report")
+    space: str = Field(description="a registered search space (`hwnas spaces list`)")
+    seed: int = Field(0, description=(
+        "seed of the sampler and of every trial's training and noise draws"))
+    n_trials: int = Field(20, gt=0, description=(
+        "complete trials wanted in total (earlier runs count)"))
     timeout: float | None = Field(None, gt=0, description="seconds for this run")
-    data: DataCfg = Field(default_factory=DataCfg)
-    objectives: list[ObjectiveCfg] = Field(min_length=1)
-    constraints: list[ConstraintCfg] = Field(default_factory=list)
-    sampler: SamplerCfg = Field(default_factory=SamplerCfg)
-    schedule: ScheduleCfg = Field(default_factory=ScheduleCfg)
-    train: TrainCfg = Field(default_factory=TrainCfg)
-    hw_eval: HwEvalCfg = Field(default_factory=HwEvalCfg)
-    latency: LatencyCfg = Field(default_factory=LatencyCfg)
+    data: DataCfg = Field(default_factory=DataCfg, description=(
+        "the data set candidates train and are scored on"))
+    objectives: list[ObjectiveCfg] = Field(min_length=1, description=(
+        "what to optimize: registered metrics with direction (at least one)"))
+    constraints: list[ConstraintCfg] = Field(default_factory=list, description=(
+        "budgets; a cost budget rejects a candidate before training"))
+    sampler: SamplerCfg = Field(default_factory=SamplerCfg, description=(
+        "the Optuna sampler (`default`, `tpe`, `nsga2`, `random`, ...); a string is shorthand for "
+        "{name: ...}"))
+    schedule: ScheduleCfg = Field(default_factory=ScheduleCfg, description=(
+        "multi-objective successive halving or Hyperband (docs/successive_halving.md); type none "
+        "trains every candidate at the full budget"))
+    train: TrainCfg = Field(default_factory=TrainCfg, description=(
+        "proxy training of every candidate"))
+    hw_eval: HwEvalCfg = Field(default_factory=HwEvalCfg, description=(
+        "how accuracy under the hardware model is scored"))
+    latency: LatencyCfg = Field(default_factory=LatencyCfg, description="how latency is measured")
     storage: str | None = Field(None, description="RDB URL; default sqlite runs/<name>/study.db")
-    backend: Literal["optuna", "ray"] = "optuna"
-    workers: int = Field(1, gt=0)
-    ray: RayCfg = Field(default_factory=RayCfg)
-    tabular: TabularCfg | None = None
-    evaluator: Literal["train", "supernet"] = "train"
-    supernet: SupernetCfg = Field(default_factory=SupernetCfg)
-    pareto: ParetoCfg = Field(default_factory=ParetoCfg)
-    export: ExportCfg = Field(default_factory=ExportCfg)
+    backend: Literal["optuna", "ray"] = Field("optuna", description=(
+        "`optuna` (processes on RDB storage) or `ray` (Ray Tune, clusters)"))
+    workers: int = Field(1, gt=0, description="Optuna worker processes on this machine")
+    ray: RayCfg = Field(default_factory=RayCfg, description=(
+        "Ray Tune resources and retries (backend ray)"))
+    tabular: TabularCfg | None = Field(None, description=(
+        "look metrics up in a table instead of training (see Tabular mode)"))
+    evaluator: Literal["train", "supernet"] = Field("train", description=(
+        "train: proxy-train every candidate; supernet: inherit weights from a weight-sharing "
+        "supernet"))
+    supernet: SupernetCfg = Field(default_factory=SupernetCfg, description=(
+        "the supernet of evaluator: supernet (checkpoint, step-0 training, BN recalibration, "
+        "refine)"))
+    pareto: ParetoCfg = Field(default_factory=ParetoCfg, description="how the front is scored")
+    export: ExportCfg = Field(default_factory=ExportCfg, description="what `hwnas export` writes")
     heartbeat_s: int = Field(10, gt=0, description="worker heartbeat; stale after 3x")
     max_failed: int | None = Field(None, gt=0, description="stop a run after this many failures")
-    tracking: TrackingCfg = Field(default_factory=TrackingCfg)
+    tracking: TrackingCfg = Field(default_factory=TrackingCfg, description=(
+        "MLflow / TensorBoard logging (the tracking extra)"))
     plugins: list[str] = Field(default_factory=list, description=(
         "modules or .py files to import before validation, in every process (they register "
         "spaces, hardware models, data sets, metrics); a relative path is taken from the "

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from hwnas.common.errors import Problem
 
@@ -38,15 +38,19 @@ class ScheduleCfg(BaseModel):
     """How trials share the evaluation budget (``type: none`` = every trial at full budget)."""
 
     model_config = ConfigDict(extra="forbid")
-    type: Literal["none", "sh", "hyperband"] = "none"
-    eta: float = 3.0
-    min_budget: float | None = None
-    max_budget: float | None = None
-    resource: Literal["epochs", "images", "steps"] = "epochs"
-    rung_se: Literal["sqrt", "fixed"] = "sqrt"
-    """Analog precision below the top rung: ``sqrt`` relaxes ``hw_eval.target_se`` by
-    sqrt(max_budget / budget), at most to ``RUNG_SE_CAP`` (``rung_precision``); ``fixed`` scores
-    every rung to the study's target."""
+    type: Literal["none", "sh", "hyperband"] = Field(
+        "none", description="none, sh (asynchronous successive halving) or hyperband")
+    eta: float = Field(3.0, description="promotion factor: the best 1/eta of a rung move up (> 1)")
+    min_budget: float | None = Field(None, description="budget of the lowest rung, in units of "
+                                     "resource")
+    max_budget: float | None = Field(None, description="budget of the top rung (the study's full "
+                                     "budget)")
+    resource: Literal["epochs", "images", "steps"] = Field(
+        "epochs", description="what a budget varies: epochs, images or steps")
+    rung_se: Literal["sqrt", "fixed"] = Field("sqrt", description=(
+        "analog precision below the top rung: sqrt relaxes hw_eval.target_se by "
+        "sqrt(max_budget / budget), at most to 5 points (RUNG_SE_CAP), and shrinks max_repeats "
+        "alike; fixed scores every rung to the study's target"))
 
 
 RUNG_SE_CAP = 0.05

@@ -140,3 +140,27 @@ def test_adabs_larger_than_the_training_split_is_refused(tmp_path: Path) -> None
                    hw_eval={"adabs": 500, "target_se": None})
     with pytest.raises(ConfigError, match=r"hw_eval.adabs.*training split \(100 images\)"):
         Evaluator(validate_study(raw)).prepare()
+
+
+def _docs_hooks():  # noqa: ANN202 - docs/hooks.py, the manual's generator, as a module
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_study_reference_reads_every_description_from_the_models() -> None:
+    from nas.study.config import LatencyCfg, StudyConfig
+
+    hooks = _docs_hooks()
+    reference = hooks.study_reference()
+    for model in hooks._models(StudyConfig):
+        for name, field in model.model_fields.items():
+            assert field.description, f"{model.__name__}.{name} has no description"
+            assert field.description.replace("|", "&#124;").replace("<", "&lt;") in reference
+    assert not hasattr(hooks, "_WHY")  # one place for a field's meaning: its model
+    undescribed = type("Bare", (LatencyCfg,), {"__annotations__": {"x": int}, "x": 0})
+    with pytest.raises(ValueError, match="Bare.x has no description"):
+        hooks._section(undescribed, "latency")
