@@ -17,7 +17,8 @@ so a comparison between entries is a comparison between devices:
   conductance pair per weight. Deviations from the target are 4th-order polynomial fits at
   1 s, 1 d and 2 d only: the model is defined at those drift times and nowhere else.
 * ``pcm_hermes``: ``HermesNoiseModel``, the PCM devices of the IBM HERMES chip (Le Gallo et al.,
-  Nat. Electron. 6, 680-693, 2023; Khaddam-Aljameh et al., JSSC 2022), two devices per weight
+  Nat. Electron. 6, 680-693, 2023; Khaddam-Aljameh et al., JSSC 2022), two devices per
+  conductance of the differential pair (aihwkit's "2 devices per weight": four per weight)
   (multi-step programming, Vasilopoulos et al., TED 2023), g_max 20.7 uS, t_0 300 s.
 * ``pcm_custom_drift``: ``CustomDriftPCMLikeNoiseModel``, PCM programming and read noise with a
   user-given drift table (mean and std of the drift exponent nu at listed conductances, linearly
@@ -192,7 +193,8 @@ HW.register("reram_wan2022")(AnalogHW(
     times=WAN2022_TIMES))
 HW.register("pcm_hermes")(AnalogHW(
     "pcm_hermes", "PCM of the IBM HERMES chip (aihwkit HermesNoiseModel, Le Gallo et al. 2023; "
-                  "2 devices per weight, g_max 20.7 uS), on the pcm periphery",
+                  "2 devices per conductance, 4 per weight, g_max 20.7 uS), on the pcm "
+                  "periphery",
     base=device_config("HermesNoiseModel")))
 HW.register("pcm_custom_drift")(AnalogHW(
     "pcm_custom_drift", "PCM with a custom drift table (aihwkit CustomDriftPCMLikeNoiseModel; "
