@@ -86,8 +86,9 @@ def test_two_ranks_match_the_averaged_shards(tmp_path):
 
 def test_batch_that_does_not_split_over_the_ranks(monkeypatch, tmp_path):
     import hwnas.train.ddp as ddp
+    import hwnas.train.supernet as recipe
 
-    monkeypatch.setattr(ddp, "join_group", lambda *a, **k: ddp.Dist(rank=0, world=3))
+    monkeypatch.setattr(recipe, "join_group", lambda *a, **k: ddp.Dist(rank=0, world=3))
     with pytest.raises(ConfigError, match="must split into 3 equal shards"):
         train_supernet(replace(CFG, batch_size=8), tmp_path / "x.pt", build=build_supernet)
 
