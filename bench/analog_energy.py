@@ -82,7 +82,7 @@ def _sensitivity_row(name: str, hw: str, model, shape, cost: dict, fig: AnalogFi
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--hw", default="pcm,pcm_hermes",
+    p.add_argument("--hw", default="pcm,pcm_hermes,pcm_static",
                    help="analog hardware models, comma-separated (tile size and ADC bits)")
     p.add_argument("--sensitivity", action="store_true",
                    help="also the energy at each assumption, four-phase, and per-tile ADCs")
