@@ -18,7 +18,9 @@ Each entry names one aihwkit configuration exactly (``hwnas analog list`` prints
   noise in every MVM, IR drop, learned input ranges and output scales, omega 1 column-wise).
 * ``pcm_ideal``: perfect I/O and no device noise (equals digital; a check of the plumbing).
 
-Further device models (ReRAM, HERMES PCM, custom drift) live in ``analog.devices``.
+Further device models (ReRAM, HERMES PCM, custom drift) live in ``analog.devices``; the
+HERMES-like static-range periphery ``pcm_static`` in ``analog.static_io``. Overrides a model
+cannot apply are refused (``analog.option_checks``); caveats per entry: ``analog.caveats``.
 """
 
 from __future__ import annotations
