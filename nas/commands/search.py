@@ -60,7 +60,12 @@ def _search_args(p: argparse.ArgumentParser) -> None:
                    help="override any config field, dotted, value in YAML (repeatable), e.g. "
                         "--set train.epochs=2 --set sampler.name=random")
     p.add_argument("--check", action="store_true", help="validate and print the config only")
-    p.add_argument("--no-progress", dest="progress", action="store_false")
+    # the modes of nas.search.progress, spelled here so `hwnas --help` need not import Optuna
+    p.add_argument("--progress", choices=("auto", "bar", "lines", "off"), default="auto",
+                   help="auto (default): a bar on a terminal, else one line per finished trial "
+                        "(log files, cluster jobs, CI); -q turns it off")
+    p.add_argument("--no-progress", dest="progress", action="store_const", const="off",
+                   help="same as --progress off")
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
@@ -104,7 +109,7 @@ def _search(args: argparse.Namespace) -> int:
     level = log_level(args.verbosity)
     with optuna_logs(level, tracebacks=args.verbosity > 0):
         study_dir = run_search(cfg, out_root=args.out,
-                               progress=args.progress and args.verbosity >= 0)
+                               progress=args.progress if args.verbosity >= 0 else "off")
     why = failure_summary(store.load_dir(study_dir)[1])
     if why:
         print(f"hwnas: study {cfg.name}: {why}\nstorage: {study_dir} (`hwnas search "

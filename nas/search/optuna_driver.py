@@ -7,17 +7,25 @@ Setup / run / cleanup, in that order:
 * run: ``workers`` processes (spawned, each seeded ``seed + index``, each with its share of the
   CPU threads) call ``study.optimize`` on the same storage until ``n_trials`` trials are
   COMPLETE in total, counting earlier runs; other machines join by running the same command
-  with the same storage URL. A trial that raises is stored FAIL with its reason and the study
-  goes on; a killed worker's trial is failed and queued again by the next run on its host (its
-  process is gone), or on other hosts once it turns stale (heartbeat);
+  with the same storage URL. ``n_trials`` is exact with any number of workers: a worker starts
+  a trial only while COMPLETE + RUNNING trials are fewer, and of two that start at once the
+  later-numbered one yields (PRUNED, ``fail_reason`` says why). A trial that raises is stored
+  FAIL with its reason and the study goes on; SIGTERM or SIGINT fails the running trial with the
+  signal as its reason and stops the run (rerun to continue); a killed worker's trial is failed
+  and queued again by the next run on its host (its process is gone), or on other hosts once it
+  turns stale (heartbeat);
 * cleanup: the trials table (``trials.parquet``/``.csv``) is written next to the storage.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +42,51 @@ from nas.study.config import StudyConfig, validate_study
 from nas.study.mapping import sample_candidate
 
 
-def run(cfg: StudyConfig, study_dir: Path, *, workers: int = 1, progress: bool = True
+def run(cfg: StudyConfig, study_dir: Path, *, workers: int = 1, progress: bool | str = True
         ) -> optuna.Study:
-    """Run (or resume) the study until ``cfg.n_trials`` trials are complete."""
+    """Run (or resume) the study until ``cfg.n_trials`` trials are complete. ``progress``:
+    ``auto``/``bar``/``lines``/``off`` (``True`` is ``auto``; ``nas.search.progress``)."""
     study = store.create_or_load(cfg, store.open_storage(cfg.storage_url(study_dir)))
-    bar = StudyProgress(study, cfg.n_trials, enabled=progress)
-    with bar:
-        if workers <= 1:
-            _optimize(cfg, study_dir, index=0, threads=None, on_trial=bar.update)
-        else:
-            _run_processes(cfg, study_dir, workers, bar)
-    store.write_trials(study_dir, study)
+    bar = StudyProgress(study, cfg.n_trials, mode=progress,
+                        keys=[o.key for o in cfg.objectives_resolved()])
+    try:
+        with bar:
+            if workers <= 1:
+                with signals_interrupt():
+                    _optimize(cfg, study_dir, index=0, threads=None, on_trial=bar.update)
+            else:
+                _run_processes(cfg, study_dir, workers, bar)
+    finally:  # an interrupted run still leaves its trials table
+        store.write_trials(study_dir, study)
     return study
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT: the running trial is stored FAIL with this reason, the run stops."""
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGINT raise ``Interrupted`` in the trial (Optuna then stores it FAIL, with
+    the reason the objective records); a second signal during that cleanup is ignored so the
+    FAIL reaches the storage. Only the main thread can own signal handlers: elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        name = signal.Signals(signum).name
+        raise Interrupted(f"interrupted by {name}: the running trial is stored FAIL; run the "
+                          "same command again to continue the study")
+
+    before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old)
 
 
 def _run_processes(cfg: StudyConfig, study_dir: Path, workers: int, bar: StudyProgress) -> None:
@@ -56,9 +97,15 @@ def _run_processes(cfg: StudyConfig, study_dir: Path, workers: int, bar: StudyPr
     for p in procs:
         p.start()
     try:
-        while any(p.is_alive() for p in procs):
-            bar.update()
-            time.sleep(1.0)
+        with signals_interrupt():
+            while any(p.is_alive() for p in procs):
+                bar.update()
+                time.sleep(1.0)
+    except KeyboardInterrupt:  # a job limit's SIGTERM reaches only this process: pass it on
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        raise
     finally:
         for p in procs:
             p.join()
@@ -70,7 +117,11 @@ def _run_processes(cfg: StudyConfig, study_dir: Path, workers: int, bar: StudyPr
 
 def _worker_main(cfg_raw: dict[str, Any], study_dir: str, index: int, threads: int) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    _optimize(validate_study(cfg_raw), Path(study_dir), index=index, threads=threads)
+    try:
+        with signals_interrupt():
+            _optimize(validate_study(cfg_raw), Path(study_dir), index=index, threads=threads)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None  # the trial is stored FAIL; no traceback per worker
 
 
 def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | None,
@@ -84,7 +135,7 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
     study = store.create_or_load(cfg, storage, sampler)
     # a kill -9'd run's trial: failed and queued now, not stale later
     store.fail_dead_trials(study, grace_s=3 * cfg.heartbeat_s)
-    if _n_complete(study) >= cfg.n_trials:
+    if _n_claimed(study) >= cfg.n_trials:  # complete or running elsewhere: nothing left here
         return
     evaluator = Evaluator(cfg)
     evaluator.prepare()  # a missing data set is one clear error, not n failed trials
@@ -103,8 +154,23 @@ def _n_complete(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
 
+def _n_claimed(study: optuna.Study, *, before: int | None = None) -> int:
+    """COMPLETE trials plus RUNNING ones (those numbered below ``before``, when given): the
+    trials that will count once the running ones finish, unless they fail."""
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    return sum(t.state == TrialState.COMPLETE or before is None or t.number < before
+               for t in trials)
+
+
+def surplus(trial: optuna.Trial, n_trials: int) -> bool:
+    """Whether ``trial`` would make more than ``n_trials``: two workers that asked at the same
+    moment both saw room for one; the running trials numbered below it are ahead of it."""
+    return _n_claimed(trial.study, before=trial.number) + 1 > n_trials
+
+
 class _StopRule:
-    """Stops a worker once the study has ``n_trials`` complete trials (all workers, all runs)
+    """Stops a worker once the study's COMPLETE + RUNNING trials reach ``n_trials`` (all
+    workers, all runs; a running trial that fails later is made up by the worker that ran it)
     or this worker saw ``max_failed`` failures (a systematic error must not loop forever)."""
 
     def __init__(self, n_trials: int, max_failed: int, on_trial: Any = None):
@@ -115,7 +181,7 @@ class _StopRule:
         self.failed += trial.state == TrialState.FAIL
         if self.on_trial:
             self.on_trial()
-        if _n_complete(study) >= self.n_trials or self.failed >= self.max_failed:
+        if _n_claimed(study) >= self.n_trials or self.failed >= self.max_failed:
             study.stop()
 
 
@@ -123,23 +189,36 @@ def make_objective(evaluator: Evaluator, study_dir: Path, worker: int = 0):  # n
     """The Optuna objective: sample an arch, evaluate it, store every metric on the trial."""
 
     def objective(trial: optuna.Trial, budget: float | None = None) -> tuple[float, ...]:
-        trial.set_user_attr(store.PROCESS, store.process_attr())
-        arch, choice = sample_candidate(trial, evaluator.space, evaluator.cfg.hw_eval.mapping_cfg)
-        trial.set_user_attr("arch", arch)
-        trial.set_user_attr("worker", worker)
-        move = getattr(trial.study.sampler, "moves", {}).get(trial.number)
-        if move is not None:  # the default sampler's choice: random, tpe or mutate
-            trial.set_user_attr("move", move)
         try:
-            out = evaluator.evaluate(arch, on_constraints=lambda c: _constrain(trial, c),
-                                     budget=budget, mapping=choice)
-        except Exception as err:
-            trial.set_user_attr("fail_reason", f"{type(err).__name__}: {err}"[:4000])
+            return _evaluate(evaluator, study_dir, worker, trial, budget)
+        except Interrupted as err:  # Optuna stores the trial FAIL and re-raises
+            trial.set_user_attr("fail_reason", str(err).split(":")[0])
             raise
-        record(trial, out, study_dir)
-        return tuple(out.values)
 
     return objective
+
+
+def _evaluate(evaluator: Evaluator, study_dir: Path, worker: int, trial: optuna.Trial,
+              budget: float | None) -> tuple[float, ...]:
+    trial.set_user_attr(store.PROCESS, store.process_attr())
+    if surplus(trial, evaluator.cfg.n_trials):
+        why = f"surplus: n_trials={evaluator.cfg.n_trials} were complete or running"
+        trial.set_user_attr("fail_reason", why)
+        raise optuna.TrialPruned(why)
+    arch, choice = sample_candidate(trial, evaluator.space, evaluator.cfg.hw_eval.mapping_cfg)
+    trial.set_user_attr("arch", arch)
+    trial.set_user_attr("worker", worker)
+    move = getattr(trial.study.sampler, "moves", {}).get(trial.number)
+    if move is not None:  # the default sampler's choice: random, tpe or mutate
+        trial.set_user_attr("move", move)
+    try:
+        out = evaluator.evaluate(arch, on_constraints=lambda c: _constrain(trial, c),
+                                 budget=budget, mapping=choice)
+    except Exception as err:
+        trial.set_user_attr("fail_reason", f"{type(err).__name__}: {err}"[:4000])
+        raise
+    record(trial, out, study_dir)
+    return tuple(out.values)
 
 
 def _constrain(trial: optuna.Trial, constraints: dict[str, float]) -> None:

@@ -106,7 +106,7 @@ class _Root:
             out.write(b"finished\n")
 
 
-def run(cfg: StudyConfig, study_dir: Path, *, progress: bool = True) -> optuna.Study:
+def run(cfg: StudyConfig, study_dir: Path, *, progress: bool | str = True) -> optuna.Study:
     import ray
 
     study = store.create_or_load(cfg, store.open_storage(cfg.storage_url(study_dir)))
@@ -118,7 +118,8 @@ def run(cfg: StudyConfig, study_dir: Path, *, progress: bool = True) -> optuna.S
     if started:
         connect(cfg.ray.address, include_dashboard=False, log_to_driver=False)
     try:
-        with StudyProgress(study, cfg.n_trials, enabled=progress) as bar:
+        with StudyProgress(study, cfg.n_trials, mode=progress,
+                           keys=[o.key for o in cfg.objectives_resolved()]) as bar:
             runs = root.runs()
             if runs and not root.done(runs[-1]) and _can_restore(root.uri(runs[-1])):
                 _fit(cfg, study, study_dir, root, runs[-1], bar, restore=True)
