@@ -2,18 +2,24 @@
 
 Trials are logged after each run from the study storage, so every backend (one process, Optuna
 workers, Ray trials on other nodes) is tracked the same way, by the process that started the run,
-and a worker needs no tracking set-up. MLflow: optuna-integration's ``MLflowCallback`` (one MLflow
-run per trial in an experiment named after the study; params, objective values, user attributes
-as tags), into a local file store (a folder) or a tracking server URI. TensorBoard: one
-tensorboardX event folder per trial with its hyper-parameters and metrics (the HParams tab).
-A trial is logged once: the numbers already logged are kept in the study's user attributes.
-Needs the ``tracking`` extra (``pip install hwnas[tracking]``). optuna-integration 4.9 deprecates
-``MLflowCallback`` (removal planned for 6.0, which the extra's bound excludes).
+and a worker needs no tracking set-up. MLflow: through MLflow's own ``MlflowClient`` (one MLflow
+run per trial in an experiment named after the study; params, objective values and their SEs as
+metrics, user attributes as tags), into a local file store (a folder) or a tracking server URI;
+the client rather than ``mlflow.start_run`` so that no active run or tracking URI is left set in
+the caller's process. An infeasible trial is tagged ``feasible=false`` with metric ``feasible``
+0 and only the objectives it measured: the worst-value placeholders of a trial skipped by a
+budget are not accuracies. TensorBoard: one tensorboardX event folder per trial with its
+hyper-parameters and metrics (the HParams tab). A trial is logged once: the numbers already
+logged are kept in the study's user attributes. Needs the ``tracking`` extra
+(``pip install hwnas[tracking]``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +37,21 @@ def mlflow_uri(uri: str) -> str:
     return Path(uri).expanduser().resolve().as_uri()
 
 
-def _allow_file_store(uri: str) -> None:
-    # MLflow 3.17 keeps its file store in maintenance mode and refuses it unless this variable
-    # opts in; a folder named in the study file is that opt-in. Database and server URIs are
-    # left alone.
+@contextlib.contextmanager
+def _allow_file_store(uri: str) -> Iterator[None]:
+    """MLflow 3.17 keeps its file store in maintenance mode and refuses it unless
+    ``MLFLOW_ALLOW_FILE_STORE=true``; a folder named in the study file is that opt-in, for the
+    logging only (the caller's environment is restored). Other URIs are left alone."""
+    key, before = "MLFLOW_ALLOW_FILE_STORE", os.environ.get("MLFLOW_ALLOW_FILE_STORE")
     if uri.startswith("file:"):
-        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        os.environ[key] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
 
 
 def log_study(cfg: Any, study: optuna.Study, study_dir: Path) -> int:
@@ -57,13 +72,56 @@ def log_study(cfg: Any, study: optuna.Study, study_dir: Path) -> int:
     return len(new)
 
 
-def _mlflow(study: optuna.Study, trials: list[FrozenTrial], keys: list[str], uri: str) -> None:
-    from optuna_integration import MLflowCallback
+def measured(trial: FrozenTrial, keys: list[str]) -> dict[str, float]:
+    """The objective values a trial measured: all of them when it is feasible; when infeasible,
+    only those it stored as metrics (a trial skipped by a cost budget has placeholders)."""
+    if trial.values is None:
+        return {}
+    values = dict(zip(keys, trial.values, strict=True))
+    if trial.user_attrs.get("feasible", True):
+        return values
+    return {k: v for k, v in values.items() if k in trial.user_attrs and math.isfinite(v)}
 
-    _allow_file_store(uri)
-    callback = MLflowCallback(tracking_uri=uri, metric_name=keys, create_experiment=True)
-    for trial in trials:
-        callback(study, trial)
+
+def _mlflow(study: optuna.Study, trials: list[FrozenTrial], keys: list[str], uri: str) -> None:
+    from mlflow import MlflowClient  # the tracking extra: imported only when asked for
+
+    with _allow_file_store(uri):
+        client = MlflowClient(tracking_uri=uri)
+        found = client.get_experiment_by_name(study.study_name)
+        experiment = (found.experiment_id if found is not None
+                      else client.create_experiment(study.study_name))
+        for trial in trials:
+            _mlflow_run(client, experiment, trial, keys)
+
+
+def _mlflow_run(client: Any, experiment: str, trial: FrozenTrial, keys: list[str]) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+
+    feasible = trial.state == TrialState.COMPLETE and bool(trial.user_attrs.get("feasible", True))
+    stamp = _ms(trial.datetime_complete or trial.datetime_start)
+    metrics = {**measured(trial, keys), "feasible": float(feasible)}
+    metrics.update({f"{k}_se": float(trial.user_attrs[f"{k}_se"]) for k in keys
+                    if k in metrics and isinstance(trial.user_attrs.get(f"{k}_se"), int | float)})
+    tags = {k: _text(v) for k, v in trial.user_attrs.items()}
+    tags.update(trial_number=str(trial.number), state=trial.state.name,
+                feasible=str(feasible).lower())
+    run = client.create_run(experiment, start_time=_ms(trial.datetime_start),
+                            run_name=str(trial.number))
+    client.log_batch(run.info.run_id,
+                     metrics=[Metric(k, v, stamp, 0) for k, v in metrics.items()],
+                     params=[Param(k, _text(v)[:6000]) for k, v in trial.params.items()],
+                     tags=[RunTag(k, v) for k, v in tags.items()])
+    client.set_terminated(run.info.run_id, "FINISHED" if trial.state == TrialState.COMPLETE
+                          else "FAILED", end_time=stamp)
+
+
+def _ms(when: Any) -> int | None:
+    return int(when.timestamp() * 1000) if when is not None else None
+
+
+def _text(value: Any) -> str:
+    return str(value)[:5000]  # MLflow's tag value limit is 8000; a reason may be longer
 
 
 def _tensorboard(trials: list[FrozenTrial], keys: list[str], root: Path) -> None:
@@ -75,6 +133,7 @@ def _tensorboard(trials: list[FrozenTrial], keys: list[str], root: Path) -> None
         params = {k: v if isinstance(v, int | float | str | bool) else str(v)
                   for k, v in trial.params.items()}
         params["arch"] = str(trial.user_attrs.get("arch", ""))
+        metrics = {**measured(trial, keys),
+                   "feasible": float(bool(trial.user_attrs.get("feasible", True)))}
         with SummaryWriter(str(root / f"trial_{trial.number:05d}")) as writer:
-            writer.add_hparams(params, dict(zip(keys, trial.values, strict=True)),
-                               name=".", global_step=trial.number)
+            writer.add_hparams(params, metrics, name=".", global_step=trial.number)
