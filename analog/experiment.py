@@ -83,11 +83,28 @@ class ExperimentConfig:
             AnalogOptions.parse("options", dict(self.options))
         except ConfigError as err:
             problems += err.problems
+        else:
+            if "hw" not in failed and get_hw(self.hw).kind == "analog":
+                problems += self._model_problems()
         if not self.hwa_epochs >= 0:
             problems.append(Problem("hwa_epochs", "must be >= 0", self.hwa_epochs,
                                     "use 0 to skip HWA training"))
         if problems:
             raise ConfigError(problems)
+
+
+    def _model_problems(self) -> list[Problem]:
+        """What the hardware model itself refuses (``analog.option_checks``) in the fixed
+        options and in every swept value, found before the first curve is scored."""
+        hw, problems, seen = get_hw(self.hw), [], set()
+        trials = [{}] + [{name: v} for name, values in self.sweeps.items() for v in values]
+        for extra in trials:
+            try:
+                hw.rpu_config(**{**self.options, **extra})
+            except ConfigError as err:
+                problems += [p for p in err.problems if str(p) not in seen]
+                seen.update(str(p) for p in err.problems)
+        return problems
 
 
 @dataclass

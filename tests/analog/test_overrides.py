@@ -111,3 +111,17 @@ def test_input_ranges_under_noise_management_match_aihwkit(nm):
         a, b = ref(x), fast(x)
     assert 0.1 < (x.abs().amax(1) < 1.5).float().mean() < 0.9
     assert (a - b).abs().max() < 1e-4 * a.std()
+
+
+def test_experiment_refuses_what_the_model_refuses_before_scoring(capsys):
+    from analog.experiment import ExperimentConfig
+    from nas.cli import main
+
+    with pytest.raises(ConfigError, match="drift_scale needs a noise model") as err:
+        ExperimentConfig(hw="reram_wan2022", times=("1d",), options={"g_max": 30.0},
+                         sweeps={"drift_scale": [0.5, 0.7], "tile": ["torch"]})
+    assert len(err.value.problems) == 3  # both scales, and read noise on the torch tile
+    code = main(["analog-eval", "--space", "resnet", "--arch", "rn:s16-d1r1c16", "--data",
+                 "digits", "--hw", "pcm_hermes", "--set", "g_max=25", "--times", "1d"])
+    out = capsys.readouterr()
+    assert code == 2 and "g_max must be <= 20.7" in out.err and "digital training" not in out.out
