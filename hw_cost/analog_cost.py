@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+import analog
 from analog.coverage import digital_layers, is_mappable
 from analog.fast import split_sizes
 from hw_cost.static import count_flops
@@ -189,8 +190,6 @@ def figures_for(hw: str, figures: AnalogFigures | None = None,
     ``options`` applied, e.g. ``{"tile_size": 256}``), so the cost describes the hardware the
     accuracy model simulates. The read mode stays ``figures``': it is how the chip applies
     signed inputs, which no device model decides (devices per weight do not)."""
-    import analog  # deferred: aihwkit is a heavy import
-
     desc = analog.get_hw(hw).describe(**(options or {}))
     bits = round(math.log2(1 / desc["out_res"] + 2)) if 0 < desc["out_res"] < 1 else 8
     rows, cols = desc["tile_rows"], desc["tile_cols"]

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+import analog
 from hwnas.common.errors import Problem
 from hwnas.common.registry import Registry
 
@@ -58,9 +59,8 @@ def _int8(model: nn.Module, example: Tensor) -> nn.Module:
     weight), with freezing it fails on ``onednn.qconv_prepack`` (no fake kernel), and without
     freezing it runs fp32 convolutions between (de)quantize steps, which is not an int8 model.
     """
+    # Deferred: torchao's PT2E stack takes seconds to import; only the int8 form needs it.
     from torchao.quantization.pt2e.lowering import lower_pt2e_quantized_to_x86
-
-    import analog  # deferred: torchao is a heavy import
 
     # Calibration only sets the quantization ranges, which do not change the kernels that run
     # or their speed, so random images serve a latency figure.
