@@ -36,8 +36,10 @@ def top_operators(events, calls: int, *, device: bool, top: int = 15) -> list[di
 def profile_model(model: nn.Module, input_shape: Sequence[int], *, trace: str | Path,
                   device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
                   form: str = "eager", channels_last: bool = False, threads: int | None = None,
-                  calls: int = 20, warmup: int = 5, top: int = 15) -> dict[str, object]:
+                  calls: int = 20, warmup: int = 5, top: int = 15,
+                  tf32: bool = False) -> dict[str, object]:
     """Profile ``calls`` forwards of ``model`` as deployed; write the Chrome trace to ``trace``.
+    ``tf32``: CUDA's TF32 setting, as ``measure_latency`` sets it (off: fp32 is fp32).
 
     Returns ``{"trace", "calls", "device", "form", "total_self_ms", "operators": rows}``.
     """
@@ -46,7 +48,8 @@ def profile_model(model: nn.Module, input_shape: Sequence[int], *, trace: str | 
     backend = get_backend(target.device)
     on_gpu = target.backend == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
-    with backend.session(target.device, threads) as used, torch.inference_mode():
+    with (backend.session(target.device, threads) as used, torch.inference_mode(),
+          backend.precision(target.device, tf32)):
         fn = prepare(model, target.input_shape, device=target.device, batch_size=batch_size,
                      dtype=target.torch_dtype, channels_last=channels_last, compile=False,
                      form=form)

@@ -148,19 +148,22 @@ def _cli(args: list[str], timeout: float) -> subprocess.CompletedProcess:
                           capture_output=True, timeout=timeout, check=False)
 
 
-def _smoke_sets(ctx: Context) -> list[str]:
+def _study_sets(ctx: Context, tmp: str) -> list[str]:
+    """Overrides of quickstart_gpu: a private cost cache (fresh figures, the user's cache
+    untouched), the data root, and in smoke tiny sizes on the CPU."""
+    sets = [f"latency.cache={tmp}/costs.db"]
     if not ctx.smoke:
-        return ([f"data.root={ctx.data_root}"] if ctx.data_root else [])
-    return ["latency.device=cpu", "train.device=cpu", "data.name=digits", "data.train_limit=200",
-            "data.test_limit=100", "train.steps=2", "hw_eval.target_se=null",
-            "hw_eval.repeats=1", "hw_eval.eval_limit=50", "hw_eval.adabs=0",
-            "latency.max_seconds=0.1"]
+        return sets + ([f"data.root={ctx.data_root}"] if ctx.data_root else [])
+    return sets + [
+        "latency.device=cpu", "train.device=cpu", "data.name=digits", "data.train_limit=200",
+        "data.test_limit=100", "train.steps=2", "hw_eval.target_se=null", "hw_eval.repeats=1",
+        "hw_eval.eval_limit=50", "hw_eval.adabs=0", "latency.max_seconds=0.1"]
 
 
 @part("study")
 def study_part(ctx: Context) -> Report:
     with tempfile.TemporaryDirectory() as tmp:
-        sets = [a for s in _smoke_sets(ctx) for a in ("--set", s)]
+        sets = [a for s in _study_sets(ctx, tmp) for a in ("--set", s)]
         t0 = time.perf_counter()
         proc = _cli(["run", "quickstart_gpu", "--out", tmp, "--no-progress",
                      "--n-trials", str(ctx.pick(10, 1)), *sets], timeout=max(60.0, ctx.left()))

@@ -38,7 +38,7 @@ def test_the_cpu_dry_run_runs_every_part(tmp_path):
     for name, r in records.items():
         assert RECORD_KEYS <= set(r) and r["error"] is None, (name, r["error"])
         assert r["smoke"] and r["device"] == "cpu" and "--smoke" in r["command"]
-        assert r["versions"]["torch"] == torch.__version__ and r["goals"]
+        assert torch.__version__.startswith(r["versions"]["torch"]) and r["goals"]
     assert records["analog"]["results"]["failed"] == []
     assert records["study"]["results"]["returncode"] == 0
     assert records["ddp"]["results"]["backend"] == "gloo"

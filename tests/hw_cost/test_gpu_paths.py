@@ -108,3 +108,38 @@ def test_cuda_record_carries_precision_memory_and_clocks():
     r = measure_latency(tiny_cnn(), (1, 8, 8), device="cuda", rule=FAST, tf32=False)
     assert r.tf32 is False and r.peak_memory_bytes > 0
     assert r.gpu["device"] and "clocks_mhz" in r.gpu and r.gpu["tf32"]["cudnn"] is False
+
+
+def _fake_gpu(monkeypatch):
+    """A GPU's properties and nvidia-smi answers, so the CUDA record code runs on a CPU."""
+    from types import SimpleNamespace
+
+    import hw_cost.backends as backends
+
+    props = SimpleNamespace(name="Fake H100", major=9, minor=0, total_memory=80 * 2**30,
+                            L2_cache_size=50 * 2**20, multi_processor_count=132)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda dev: props)
+    smi = {"driver_version": "580.1", "clocks.sm": "1980", "clocks.mem": "2619",
+           "clocks.max.sm": "1980", "clocks.max.mem": "2619", "power.limit": "700"}
+    monkeypatch.setattr(backends, "nvidia_smi", lambda index=0: smi)
+    return backends
+
+
+def test_gpu_facts_name_clocks_driver_and_tf32(monkeypatch):
+    backends = _fake_gpu(monkeypatch)
+    with tf32_block(False):
+        facts = backends.gpu_facts("cuda:0")
+    assert facts["device"] == "Fake H100" and facts["driver"] == "580.1"
+    assert facts["clocks_mhz"] == {"clocks.sm": "1980", "clocks.mem": "2619",
+                                   "clocks.max.sm": "1980", "clocks.max.mem": "2619"}
+    assert facts["l2_bytes"] == 50 * 2**20 and facts["tf32"] == {"matmul": False, "cudnn": False}
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_cuda_precision_sets_tf32_for_the_block_and_records_it(monkeypatch, enabled):
+    backends = _fake_gpu(monkeypatch)
+    before = tf32_state()
+    with backends.CudaBackend().precision("cuda", enabled) as record:
+        assert record["tf32"] is enabled and record["gpu"]["tf32"]["cudnn"] is enabled
+        assert torch.backends.cudnn.allow_tf32 is enabled
+    assert tf32_state() == before
