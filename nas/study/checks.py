@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 import analog
+from hwnas.common.devices import device_problem, is_cuda
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.resources import shipped
 from hwnas.train.data import list_datasets
@@ -291,9 +292,8 @@ def _run_problems(raw: dict) -> list[Problem]:
     for section in ("latency", "train"):
         node = raw.get(section) or {}
         device = node.get("device") if isinstance(node, dict) else None
-        if _str(device) and device.startswith("cuda") and not _has_cuda():
-            out.append(Problem(f"{section}.device", "CUDA asked on a machine without CUDA",
-                               device, "use device: cpu here, or run on a GPU machine"))
+        if _str(device) and is_cuda(device) and device_problem(device):  # the shared check
+            out.append(device_problem(device, f"{section}.device"))
     tracking = raw.get("tracking")
     if isinstance(tracking, dict):
         out += tracking_problems(tracking)
