@@ -28,6 +28,7 @@ def no_data(monkeypatch):
     ["train", "resnet", "rn:s16-d1r1c16", "--device", "cuda", "--steps", "1"],
     ["supernet", "train", "resnet", "--device", "cuda", "--steps", "1"],
     ["cost", "resnet", "rn:s16-d1r1c16", "--device", "cuda:0"],
+    ["analog-eval", "--space", "resnet", "--arch", "rn:s16-d1r1c16", "--device", "cuda"],
 ])
 def test_clis_refuse_cuda_before_any_work(capsys, no_data, argv):
     code = main(argv)
