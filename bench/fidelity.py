@@ -104,6 +104,15 @@ def _banded(space: str) -> list[str]:
     return bands.band_archs(space)
 
 
+def cmd_front(args: argparse.Namespace) -> None:
+    import fidelity_front as front
+    from _results import markdown
+
+    res = front.run(args.recipe, args.trials, args.seeds)
+    (truth.ROOT / "bench" / "results" / "fidelity_front.json").write_text(json.dumps(res))
+    print(markdown(front.rows(res)))
+
+
 def cmd_score(args: argparse.Namespace) -> None:
     import fidelity_recipes as recipes
     import pandas as pd
@@ -167,6 +176,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     s.add_argument("--max-latency", type=float, default=None,
                    help="only archs whose measured latency (bands.json setting) is below, ms")
     s.set_defaults(run=cmd_score)
+    f = sub.add_parser("front", help="search fronts on the truth pool, scored at the truth")
+    f.add_argument("--recipe", default="default")
+    f.add_argument("--trials", type=int, default=10)
+    f.add_argument("--seeds", type=int, default=10)
+    f.set_defaults(run=cmd_front)
     z = sub.add_parser("baselines", help="params, MACs, latency, zero-cost proxies per arch")
     z.add_argument("--seeds", default="1,2", help="initialisation seeds of the proxies")
     z.set_defaults(run=cmd_baselines)

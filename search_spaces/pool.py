@@ -36,11 +36,12 @@ class PoolSpace(SearchSpace):
     def sample(self, trial: Any) -> str:
         return self.archs[trial.suggest_categorical("pool_index", list(range(len(self.archs))))]
 
-    def decode(self, arch: str) -> Any:
-        return self.base.decode(self.validate(arch))
+    def decode(self, arch: str) -> dict[str, int]:
+        """The trial parameters that sample ``arch``: its index in the pool."""
+        return {"pool_index": self._index[self.validate(arch)]}
 
-    def encode(self, spec: Any) -> str:
-        return self.base.encode(spec)
+    def encode(self, spec: dict[str, int]) -> str:
+        return self.archs[spec["pool_index"]]
 
     def mutate(self, arch: str, rng: random.Random) -> str:
         for _ in range(_MUTATE_TRIES):

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import moocore
 import numpy as np
+from scipy.stats import t as student
 
 from hwnas.common.errors import ConfigError
 
@@ -113,6 +114,25 @@ def unresolved(values: np.ndarray, directions: Sequence[str], se: np.ndarray, *,
         as_good[a] = False
         out[a] = bool(np.any(as_good & better))
     return out
+
+
+def comparison_se(se: np.ndarray, repeats: np.ndarray | None = None,
+                  train_sd: np.ndarray | float = 0.0) -> np.ndarray:
+    """The standard error that separates two candidates, for ``unresolved``'s 2-SE margin.
+
+    ``se`` is a score's evaluation SE (programmings, images). Few programmings make it an
+    uncertain estimate of itself: it is scaled by ``t(0.975, repeats - 1) / 2``, so the margin
+    is a t quantile rather than 2 (``repeats`` None or 0: normal). ``train_sd`` adds, in
+    quadrature, the training noise that moves one arch's score between seeds (the recipe's,
+    calibrated by ``bench/fidelity.py report`` from seed gaps), which the evaluation SE lacks.
+    """
+    se = np.abs(np.asarray(se, dtype=float))
+    scale = np.ones_like(se)
+    if repeats is not None:
+        reps = np.asarray(repeats, dtype=float) * np.ones_like(se)
+        few = reps >= 2
+        scale[few] = student.ppf(0.975, reps[few] - 1) / 2.0
+    return np.sqrt((se * scale) ** 2 + np.asarray(train_sd, dtype=float) ** 2)
 
 
 def reference_point(values: np.ndarray, directions: Sequence[str], *,

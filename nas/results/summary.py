@@ -9,6 +9,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nas.algorithms.pareto import (
+    comparison_se,
     explicit_reference,
     hypervolume,
     hypervolume_history,
@@ -112,8 +113,10 @@ def noisy_keys(cfg: StudyConfig) -> list[str]:
 
 
 def standard_errors(cfg: StudyConfig, trials: list[FrozenTrial]) -> tuple[np.ndarray, list[str]]:
-    """(n_trials, n_objectives) SEs from the trials' ``<key>_se`` attributes (0 for exact
-    objectives), and the noisy keys some trial lacks an SE for."""
+    """(n_trials, n_objectives) SEs that separate candidates (``comparison_se``: each trial's
+    ``<key>_se`` at the t quantile of its ``<key>_repeats``, plus the study's
+    ``pareto.train_noise`` for the key; 0 for exact objectives), and the noisy keys some trial
+    lacks an SE for."""
     keys, noisy = [o.key for o in cfg.objectives_resolved()], set(noisy_keys(cfg))
     se = np.zeros((len(trials), len(keys)))
     missing = []
@@ -123,7 +126,9 @@ def standard_errors(cfg: StudyConfig, trials: list[FrozenTrial]) -> tuple[np.nda
         got = [t.user_attrs.get(f"{key}_se") for t in trials]
         if any(g is None for g in got):
             missing.append(key)
-        se[:, j] = [float(g or 0.0) for g in got]
+        reps = [float(t.user_attrs.get(f"{key}_repeats") or 0.0) for t in trials]
+        se[:, j] = comparison_se(np.array([float(g or 0.0) for g in got]), np.array(reps),
+                                 cfg.pareto.train_noise.get(key, 0.0))
     return se, missing
 
 

@@ -40,7 +40,7 @@ from nas.study.mapping import describe, digital_patterns, fixed_choice
 from nas.study.objectives import Budget, Objective
 from nas.study.schedule import rung_precision
 from nas.study.table import TabularEvaluator
-from search_spaces import SearchSpace, get_space
+from search_spaces import SearchSpace
 
 
 class TrialFailed(HwnasError):
@@ -75,7 +75,7 @@ class Evaluator:
     @property
     def space(self) -> SearchSpace:
         if self._space is None:
-            self._space = get_space(self.cfg.space)
+            self._space = self.cfg.search_space()
         return self._space
 
     @functools.cached_property

@@ -24,10 +24,11 @@ from hwnas.train.data import list_datasets
 from nas.algorithms.samplers import SAMPLERS, option_names, option_problems
 from nas.study.objectives import METRICS, time_label
 from nas.study.table import TabularEvaluator
-from search_spaces import list_spaces
+from search_spaces import get_space, list_spaces
+from search_spaces.pool import read_pool
 
 # Each tracking field and the packages (the ``tracking`` extra) it needs.
-TRACKING_PACKAGES = {"mlflow_uri": ("mlflow", "optuna_integration"),
+TRACKING_PACKAGES = {"mlflow_uri": ("mlflow",),
                      "tensorboard": ("tensorboardX",)}
 
 REPO = Path(__file__).resolve().parents[2]
@@ -325,7 +326,19 @@ def _has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def _pool_problems(raw: dict) -> list[Problem]:
+    """``space_pool``: a readable file whose every line is an arch of the study's space."""
+    space, pool = raw.get("space"), raw.get("space_pool")
+    if not (_str(pool) and _str(space) and space in _spaces()):
+        return []
+    try:
+        read_pool(get_space(space), resolve_path(pool))
+    except ConfigError as err:
+        return list(err.problems)
+    return []
+
+
 def registry_problems(raw: dict, cfg: Any = None) -> list[Problem]:
     """Every name in the study checked against its registry, plus cross-field rules."""
     return (_named_problems(raw) + _objective_problems(raw) + _tabular_problems(raw)
-            + _run_problems(raw))
+            + _run_problems(raw) + _pool_problems(raw))

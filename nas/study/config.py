@@ -27,10 +27,17 @@ from hwnas.common.errors import ConfigError
 from hwnas.common.plugins import is_path, load_entry_points, load_plugins
 from hwnas.resources import studies_dir
 from hwnas.train.fit_config import FitConfig
-from nas.study.checks import hw_options_problems, pydantic_problems, registry_problems
+from nas.study.checks import (
+    hw_options_problems,
+    pydantic_problems,
+    registry_problems,
+    resolve_path,
+)
 from nas.study.mapping import MappingCfg, mapping_problems, parse_mapping
 from nas.study.objectives import METRICS, Budget, Objective, time_label
 from nas.study.schedule import ScheduleCfg, schedule_problems
+from search_spaces import SearchSpace, get_space
+from search_spaces.pool import read_pool
 
 STUDIES_DIR = studies_dir()  # inside the installed package, else the checkout's studies/
 AUTO_HWA_EPOCHS = 0.5  # `hw_eval.hwa: auto`: a short fine-tune, as AnalogNAS scores candidates
@@ -248,6 +255,11 @@ class ParetoCfg(_Cfg):
         "(accuracy 0), the bound of a budget on the same metric (constraints), else the worst "
         "value of this run's feasible trials plus 10% of their range, which moves between runs: "
         "set it to compare hypervolumes across runs. The printed hypervolume states the point."))
+    train_noise: dict[str, float] = Field(default_factory=dict, description=(
+        "training-seed noise of each noisy objective, {objective key: SD} (e.g. acc_pcm@1d: "
+        "0.012): added in quadrature to the stored SE when the front decides which members it "
+        "can tell apart, since one score comes from one training run. `bench/fidelity.py "
+        "report` measures it per recipe from seed gaps."))
 
 
 class ExportCfg(_Cfg):
@@ -293,6 +305,9 @@ class StudyConfig(_Cfg):
         "study name: the run folder runs/<name> and the Optuna study name"))
     description: str = Field("", description="free text shown in the report")
     space: str = Field(description="a registered search space (`hwnas spaces list`)")
+    space_pool: str | None = Field(None, description=(
+        "a text file of the space's archs, one per line: the study searches those only (e.g. "
+        "a truth set, to score the front it returns against known accuracies)"))
     seed: int = Field(0, description=(
         "seed of the sampler and of every trial's training and noise draws"))
     n_trials: int = Field(20, gt=0, description=(
@@ -361,6 +376,11 @@ class StudyConfig(_Cfg):
             hw = (c.hw or "digital") if m.uses_hw else None
             out.append(Budget(m, max=c.max, min=c.min, hw=hw, time=time_label(c.time)))
         return out
+
+    def search_space(self) -> SearchSpace:
+        """The space this study searches: ``space``, or only the archs of ``space_pool``."""
+        base = get_space(self.space)
+        return read_pool(base, resolve_path(self.space_pool)) if self.space_pool else base
 
     def storage_url(self, study_dir: Path) -> str:
         return self.storage or f"sqlite:///{(study_dir / 'study.db').resolve()}"

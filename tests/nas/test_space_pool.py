@@ -29,6 +29,7 @@ def test_every_sampler_draw_and_mutation_stays_in_the_pool(tmp_path: Path) -> No
     assert drawn == set(POOL)
     rng = random.Random(0)
     assert all(space.mutate(a, rng) in POOL for a in POOL for _ in range(10))
+    assert all(space.encode(space.decode(a)) == a for a in POOL)  # one string per arch
 
 
 def test_bad_pool_lines_are_reported_at_once(tmp_path: Path) -> None:
