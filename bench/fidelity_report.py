@@ -14,6 +14,7 @@ has them; top-5 overlap; seconds per candidate. Intervals: 95% bootstrap over ar
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +213,55 @@ def ceiling(truth_seeds: pd.DataFrame, truth: pd.DataFrame) -> str:
             "ceiling of every tau in the table.")
 
 
+NOISE = DATA / "noise.json"
+
+
+def seed_pairs(mine: pd.DataFrame) -> pd.DataFrame:
+    """Every (arch, seed a < seed b) pair of one recipe's scores, with both SEs and repeats."""
+    cols = ["arch", "acc", "acc_se", "repeats"]
+    rows = []
+    for sa, sb in [(a, b) for a in sorted(set(mine.seed)) for b in sorted(set(mine.seed)) if a < b]:
+        m = mine[mine.seed == sa][cols].merge(mine[mine.seed == sb][cols], on="arch")
+        rows.append(m)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def _outside(p: pd.DataFrame, train_sd: float, t_quantile: bool = True) -> float:
+    """Share of pairs whose gap exceeds the front's margin, 2 * sqrt(se_x^2 + se_y^2)."""
+    from nas.algorithms.pareto import comparison_se
+
+    rx, ry = (p.repeats_x.values, p.repeats_y.values) if t_quantile else (None, None)
+    se_x = comparison_se(p.acc_se_x.values, rx, train_sd)
+    se_y = comparison_se(p.acc_se_y.values, ry, train_sd)
+    return float(np.mean(np.abs(p.acc_x - p.acc_y).values > 2 * np.sqrt(se_x**2 + se_y**2)))
+
+
+def calibrate(scores: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per recipe: the training noise SD its seed gaps imply (mean squared gap / 2 minus the
+    mean squared evaluation SE), and the share of same-arch pairs outside the front's 2-SE
+    margin without and with it (``comparison_se``; about 5% when the noise model is honest).
+    The SD is fitted on the same pairs it is checked on: a check of the model, not a held-out
+    test. Written to noise.json for studies' ``pareto.train_noise``."""
+    out, stored = [], {}
+    for recipe in [r for r in RECIPES if r in set(scores.recipe)]:
+        p = seed_pairs(scores[scores.recipe == recipe])
+        if len(p) < 5:
+            continue
+        gap = (p.acc_x - p.acc_y).values
+        var = float(np.mean(gap**2) / 2 - np.mean((p.acc_se_x**2 + p.acc_se_y**2) / 2))
+        sd = max(var, 0.0) ** 0.5
+
+        stored[recipe] = {"acc_pcm@1d": round(sd, 4), "pairs": len(p)}
+        out.append({"recipe": recipe, "same-arch seed pairs": len(p),
+                    "median |gap| (pt)": 100 * float(np.median(np.abs(gap))),
+                    "training noise SD (pt)": 100 * sd,
+                    "outside: 2 SE (before)": f"{100 * _outside(p, 0.0, False):.0f}%",
+                    "outside: t quantile": f"{100 * _outside(p, 0.0):.0f}%",
+                    "outside: t + training noise": f"{100 * _outside(p, sd):.0f}%"})
+    NOISE.write_text(json.dumps(stored, indent=1))
+    return out
+
+
 def write(*, bootstrap: int = 2000) -> str:
     from fidelity_baselines import BASELINES as BASE_CSV
 
@@ -224,8 +274,8 @@ def write(*, bootstrap: int = 2000) -> str:
     table = pd.DataFrame(rows(truth, scores, bootstrap, timing, baselines))
     plot(table, RESULTS / "fidelity" / "yardstick_v2.png")
     text = markdown(table.to_dict("records"))
-    (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing,
-                                               ceiling(truth_seeds, truth)))
+    noise = ceiling(truth_seeds, truth) + "\n\n" + _calibration_text(calibrate(scores))
+    (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing, noise))
     return text
 
 
@@ -243,6 +293,13 @@ def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame,
             f"bands.json); recipe scores: {len(scores)} candidate evaluations (scores.csv); "
             f"free baselines: baselines.csv. pcm@1d throughout.\n\n{when}{text}\n\n"
             f"{noise}\n\n![yardstick v2](fidelity/yardstick_v2.png)\n{_findings()}")
+
+
+def _calibration_text(table: list[dict[str, Any]]) -> str:
+    return ("Calibration of the front's margin (`nas.algorithms.pareto.comparison_se`), from "
+            "each recipe's same-arch pairs across seeds; the training noise SD goes to "
+            "bench/data/fidelity/noise.json and into a study's `pareto.train_noise`:\n\n"
+            + markdown(table))
 
 
 def _asis(timing: pd.DataFrame) -> str:

@@ -121,8 +121,10 @@ def comparison_se(se: np.ndarray, repeats: np.ndarray | None = None,
     """The standard error that separates two candidates, for ``unresolved``'s 2-SE margin.
 
     ``se`` is a score's evaluation SE (programmings, images). Few programmings make it an
-    uncertain estimate of itself: it is scaled by ``t(0.975, repeats - 1) / 2``, so the margin
-    is a t quantile rather than 2 (``repeats`` None or 0: normal). ``train_sd`` adds, in
+    uncertain estimate of itself: it is scaled by ``t(0.975, 2 * (repeats - 1)) / 2``, so the
+    margin is a t quantile rather than 2 (``repeats`` None or 0: normal). The degrees of freedom
+    are Welch's for the difference of two scores with equal SEs and repeats, the comparison
+    the margin serves. ``train_sd`` adds, in
     quadrature, the training noise that moves one arch's score between seeds (the recipe's,
     calibrated by ``bench/fidelity.py report`` from seed gaps), which the evaluation SE lacks.
     """
@@ -131,7 +133,7 @@ def comparison_se(se: np.ndarray, repeats: np.ndarray | None = None,
     if repeats is not None:
         reps = np.asarray(repeats, dtype=float) * np.ones_like(se)
         few = reps >= 2
-        scale[few] = student.ppf(0.975, reps[few] - 1) / 2.0
+        scale[few] = student.ppf(0.975, 2 * (reps[few] - 1)) / 2.0
     return np.sqrt((se * scale) ** 2 + np.asarray(train_sd, dtype=float) ** 2)
 
 

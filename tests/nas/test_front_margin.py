@@ -19,8 +19,8 @@ def test_many_repeats_and_no_training_noise_keep_the_se() -> None:
 
 def test_few_programmings_widen_the_margin_to_the_t_quantile() -> None:
     got = comparison_se(np.array([0.01]), np.array([3]))
-    assert got[0] == pytest.approx(0.01 * student.ppf(0.975, 2) / 2)
-    assert got[0] > 0.02  # t(0.975, 2) = 4.30: more than twice the stored SE
+    assert got[0] == pytest.approx(0.01 * student.ppf(0.975, 4) / 2)
+    assert got[0] > 0.013  # t(0.975, 4) = 2.78 (Welch: two scores of 3 programmings)
 
 
 def test_training_noise_adds_in_quadrature() -> None:
