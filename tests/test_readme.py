@@ -35,3 +35,19 @@ def test_readme_notebook_snippet_runs(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "hypervolume" in capsys.readouterr().out
     assert matplotlib.get_backend() == backend
     assert optuna.logging.get_verbosity() == verbosity
+
+
+def test_readme_install_names_a_config_that_matches_the_checkouts() -> None:
+    """The documented wheel install hands aihwkit's build the same setting the checkout's own
+    commands read (pyproject's ``tool.uv.extra-build-dependencies``)."""
+    import tomllib
+
+    root = README.parent
+    command = next(line for line in README.read_text().splitlines()
+                   if line.startswith("uv pip install") and "--config-file" in line)
+    config = command.split("--config-file")[1].split()[0]
+    shipped = tomllib.loads((root / config).read_text())["extra-build-dependencies"]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["uv"]
+    assert shipped == project["extra-build-dependencies"]
+    ci = (root / ".ci" / "wheel_check").read_text().splitlines()
+    assert any(f"--config-file {config}" in line for line in ci if not line.startswith("#"))
