@@ -26,8 +26,8 @@ from _results import replace_section  # bench/ is on sys.path when run as a scri
 
 from hwnas.common.provenance import device_name, git_revision, versions
 from hwnas.train.ddp import DDPJob, run_job
-from nas.results.export import save_checkpoint
 from search_spaces import get_space
+from search_spaces.checkpoint import save_checkpoint
 
 ARCH = "rn:s16-d1r1c16-d1r1c32-d1r1c64"
 
@@ -47,7 +47,7 @@ def parse() -> argparse.Namespace:
 
 def run(args: argparse.Namespace, root: Path, nproc: int, threads: int, seed: int) -> dict:
     out = root / f"p{nproc}t{threads}s{seed}"
-    job = DDPJob(model_factory="nas.results.export:load_model",
+    job = DDPJob(model_factory="search_spaces.checkpoint:load_model",
                  model_kwargs={"path": str(root / "model.pt")}, out_dir=str(out),
                  data="fashion_mnist",
                  data_kwargs={"train_limit": args.train_limit, "seed": 0},

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 from _results import replace_section  # bench/ is on sys.path when run as a script
 
+from hw_cost import static_costs
 from hwnas.common.provenance import device_name, git_revision, versions
 from hwnas.compress.distill import DistillConfig, Distiller
 from hwnas.compress.prune import PruneConfig, prune
@@ -61,7 +62,9 @@ def main() -> None:
     fit(teacher, data, FitConfig(epochs=args.teacher_epochs, seed=0, **RECIPE))
     teacher_s, teacher_acc = time.perf_counter() - t0, test_acc(teacher, data)
     student = copy.deepcopy(teacher)
-    pr = prune(student, data.input_shape, PruneConfig(ratio=args.ratio))
+    shape = data.input_shape
+    pr = prune(student, shape, PruneConfig(ratio=args.ratio),
+               measure=lambda m: {k: float(static_costs(m, shape)[k]) for k in ("params", "macs")})
     print(f"teacher {teacher_acc:.4f} ({teacher_s:.0f} s); student {pr.after.params} params "
           f"({pr.after.params / pr.before.params:.2%}), pruned acc {test_acc(student, data):.4f}")
     rows = []

@@ -17,12 +17,13 @@ import argparse
 import copy
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from _results import replace_section  # bench/ is on sys.path when run as a script
 
-from hw_cost import measure_latency
+from hw_cost import measure_latency, static_costs
 from hwnas.common.provenance import device_name, git_revision, versions
 from hwnas.compress.prune import PruneConfig, prune
 from search_spaces import get_space, list_spaces
@@ -52,6 +53,20 @@ def build(space: str, arch: str) -> torch.nn.Module:
     return get_space(space).build(arch, in_chans=1, num_classes=10, img_size=SHAPE[-1])
 
 
+def measure(lat: dict | None = None) -> Callable[[torch.nn.Module], dict[str, float]]:
+    """What pruning re-measures after each step: params and MACs, and with ``lat`` (latency
+    settings) the median latency, which a latency budget needs."""
+
+    def costs(model: torch.nn.Module) -> dict[str, float]:
+        static = static_costs(model, SHAPE)
+        out = {"params": float(static["params"]), "macs": float(static["macs"])}
+        if lat is not None:
+            out["latency_ms"] = measure_latency(model, SHAPE, **lat).median_ms
+        return out
+
+    return costs
+
+
 def ratio_table(args: argparse.Namespace, lat: dict) -> list[str]:
     lines = ["| space | arch | r | (1-r)^2 | params | MACs | latency (ms, median) | "
              "latency / unpruned |", "|---|---|---|---|---|---|---|---|"]
@@ -61,7 +76,7 @@ def ratio_table(args: argparse.Namespace, lat: dict) -> list[str]:
             continue
         base = measure_latency(build(space, arch), SHAPE, **lat).median_ms
         for r in args.ratios:
-            res = prune(build(space, arch), SHAPE, PruneConfig(ratio=r))
+            res = prune(build(space, arch), SHAPE, PruneConfig(ratio=r), measure=measure())
             ms = measure_latency(res.model, SHAPE, **lat).median_ms
             lines.append(f"| {space} | `{arch}` | {r} | {(1 - r) ** 2:.3f} | "
                          f"{res.after.params / res.before.params:.3f} | "
@@ -75,7 +90,8 @@ def budget_run(args: argparse.Namespace, lat: dict) -> list[str]:
     model = build("resnet", BUDGET_ARCH)
     base = measure_latency(model, SHAPE, **lat).median_ms
     budget = args.budget_frac * base
-    res = prune(model, SHAPE, PruneConfig(latency_budget_ms=budget, step=0.05, latency=lat))
+    res = prune(model, SHAPE, PruneConfig(latency_budget_ms=budget, step=0.05),
+                measure=measure(lat))
     lines = [f"Budget run: `resnet` `{BUDGET_ARCH}`, unpruned {base:.3f} ms, budget "
              f"{args.budget_frac} x = {budget:.3f} ms; reached: {res.reached} after "
              f"{len(res.steps)} steps.", "",

@@ -32,7 +32,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from nas import store  # noqa: E402
+from nas.study import store  # noqa: E402
 
 PORT = 46379
 

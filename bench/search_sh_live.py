@@ -28,12 +28,12 @@ import numpy as np
 import optuna
 import torch
 from _results import replace_section  # bench/ is on sys.path when run as a script
-from nas.drivers import optuna_driver
 
 from hwnas.common.provenance import provenance
 from nas.algorithms.pareto import hypervolume, pareto_mask
 from nas.results import summary
 from nas.scoring.evaluate import Evaluator
+from nas.search import optuna_driver
 from nas.study import store
 from nas.study.config import load_study
 

@@ -13,7 +13,7 @@ loader's position and every rank's RNG state); rerunning the same job resumes fr
 checkpoint and replays the same batch sequence.
 
 The job names its model and its loss as ``"module:function"`` factories (e.g.
-``nas.results.export:load_model`` reading a checkpoint with ``weights_only=True``, and
+``search_spaces.checkpoint:load_model`` reading a checkpoint with ``weights_only=True``, and
 ``hwnas.compress.distill:make_loss``), so this file depends on neither the search spaces nor
 ``compress``, and no rank unpickles a module from a file. The building blocks (optimizer,
 schedule, precision, memory format, train step, step hook, evaluate) are ``hwnas.train.loop``'s:
@@ -53,7 +53,7 @@ class DDPJob:
 
     model_factory: str
     """``"module:function"`` returning the ``nn.Module`` to train, called with ``model_kwargs``
-    and ``device``; e.g. ``nas.results.export:load_model`` with ``{"path": "student.pt"}``."""
+    and ``device``; e.g. ``search_spaces.checkpoint:load_model`` with ``{"path": "student.pt"}``."""
     out_dir: str
     model_kwargs: dict[str, Any] = field(default_factory=dict)
     """``checkpoint.pt``, ``log.jsonl``, ``final.pt`` (trained state dict), ``result.json``."""
