@@ -12,12 +12,12 @@ vary; a tabular study can vary none. The options and the rungs are the config si
 (``nas.study.schedule``); this module runs them.
 
 **Asynchronous successive halving** (ASHA, Li et al., MLSys 2020): a new candidate starts at rung
-0 (with ``type: hyperband``, candidate ``n`` starts at rung ``n mod n_rungs``: one bracket per
-starting rung, taken in turn). After every finished trial, each rung's finished, feasible
-candidates (per bracket) are ranked by ``nas.algorithms.promotion`` (non-dominated rank, then
-crowding distance, then trial number) and its top ``floor(n / eta)`` are promoted, each as a
-queued trial (``study.enqueue_trial``) with the same parameters and the user attributes ``rung``,
-``bracket``, ``parent`` and ``promotion`` = ``"<arch>@<rung>"``.
+0 (with ``type: hyperband``, one bracket per starting rung, filled in Hyperband's proportions,
+``nas.study.schedule.hyperband_shares``: 9:5:3 new candidates at eta 3 with 3 rungs). After
+every finished trial, each rung's finished, feasible candidates (per bracket) are ranked by
+``nas.algorithms.promotion`` (non-dominated rank, then crowding distance, then trial number)
+and its top ``floor(n / eta)`` are promoted, each as a queued trial (``study.enqueue_trial``)
+with the same parameters and the user attributes ``rung``, ``bracket``, ``parent`` and ``promotion`` = ``"<arch>@<rung>"``.
 
 **Many workers, one storage.** Every rung result is a COMPLETE trial of its own, so the storage
 keeps all of them, with their ``rung`` and ``budget``. Promotions are decided from the storage
@@ -47,7 +47,13 @@ from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.errors import ConfigError
 from nas.algorithms.promotion import promote
-from nas.study.schedule import ScheduleCfg, rung_budgets, schedule_problems
+from nas.study.schedule import (
+    ScheduleCfg,
+    bracket_of,
+    hyperband_shares,
+    rung_budgets,
+    schedule_problems,
+)
 
 LIVE = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
 
@@ -102,13 +108,14 @@ class SuccessiveHalving:
         self.budgets = rung_budgets(s)
         self.top = len(self.budgets) - 1
         self.brackets = len(self.budgets) if s.type == "hyperband" else 1
+        self.shares = hyperband_shares(self.brackets, s.eta) if self.brackets > 1 else [1]
 
     # -- one trial --------------------------------------------------------------------------
     def place(self, trial: optuna.Trial) -> tuple[int, float]:
         """(rung, budget) of a trial: a promotion's rung, or a new candidate's bracket start."""
         attrs = trial.user_attrs
         if "rung" not in attrs:
-            bracket = trial.number % self.brackets
+            bracket = bracket_of(trial.number, self.shares)
             trial.set_user_attr("rung", bracket)
             trial.set_user_attr("bracket", bracket)
         rung = int(trial.user_attrs["rung"])

@@ -22,6 +22,7 @@ from typing import Any
 from ray.tune.search import Searcher
 
 from nas.search.schedule import Record, SuccessiveHalving, pending, promotion_key
+from nas.study.schedule import bracket_of
 
 KEYS = ("rung", "bracket", "parent", "promotion")  # schedule fields in a Ray trial's config
 
@@ -55,7 +56,7 @@ class PromotingSearcher(Searcher):
             config = self.searcher.suggest(trial_id)
             if config in (None, Searcher.FINISHED):
                 return config
-            bracket = number % self.sh.brackets
+            bracket = bracket_of(number, self.sh.shares)
             config = {**config, "rung": bracket, "bracket": bracket}
         self.configs[number] = config
         self.records[trial_id] = _live(number, config)

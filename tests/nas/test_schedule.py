@@ -336,3 +336,23 @@ def test_each_rung_is_scored_to_its_target(monkeypatch: pytest.MonkeyPatch) -> N
     evaluator.evaluate("rn:s16-d1r1c16", budget=900.0)
     assert [(p.target_se, p.max_repeats) for p in seen] == [(pytest.approx(0.03), 3), (0.01, 10)]
     assert 2 <= low.metrics["acc_pcm@1d_repeats"] <= 3  # the rung's cap reached analog.evaluate
+
+
+def test_hyperband_fills_brackets_in_the_papers_proportions() -> None:
+    from nas.study.schedule import bracket_of, hyperband_shares
+
+    assert hyperband_shares(3, 3.0) == [9, 5, 3]  # Li et al.: s_max = 2, eta = 3
+    assert hyperband_shares(4, 3.0) == [27, 12, 6, 4]
+    assert hyperband_shares(1, 3.0) == [1]
+    starts = [bracket_of(n, [9, 5, 3]) for n in range(34)]
+    assert [starts.count(b) for b in range(3)] == [18, 10, 6]
+    assert starts[:17] == [0] * 9 + [1] * 5 + [2] * 3
+    # every bracket spends about the same budget (rung budgets 1, 3, 9 at eta 3): no bracket
+    # takes half of the compute, as equal counts gave the one that never halves
+    spend = []
+    for b, n in enumerate(hyperband_shares(3, 3.0)):
+        total = 0
+        for rung in range(b, 3):  # the best floor(n / eta) go up a rung, at 3x the budget
+            total, n = total + n * 3**rung, n // 3
+        spend.append(total)
+    assert spend == [27, 24, 27] and max(spend) / sum(spend) < 0.4
