@@ -1,9 +1,11 @@
-"""ViT-space supernet with AutoFormer weight entanglement: elastic embed dim, heads, MLP ratio
-and depth share one set of block weights.
+"""ViT-space supernet with AutoFormer weight entanglement: elastic embed dim, per-block heads and
+MLP ratio, and depth share one set of block weights.
 
 Every sub-network's linear layers are the leading rows and columns of the largest ones; the
-fused ``qkv`` projection is cut per part (q, k and v each keep their leading ``embed`` rows).
-Heads split the same q/k/v rows differently and own no weights. Depth keeps the leading blocks.
+fused ``qkv`` projection is cut per part (q, k and v each keep their leading ``16 x heads``
+rows: the head width is fixed, so a block with fewer heads keeps the leading heads, as in
+AutoFormer). Each block has its own bank tensors, so blocks with different heads or MLP ratios
+cut their own leading rows. Depth keeps the leading blocks.
 Patch size changes the token grid, so each patch size keeps its own patch embedding and
 position embedding (their width is still entangled).
 """
@@ -15,6 +17,7 @@ from typing import Any
 import torch
 
 from search_spaces.supernet.base import Supernet, leading
+from search_spaces.vit import DEPTHS, EMBEDS, HEADS, MLPS, PATCHES
 from search_spaces.supernet.registry import register_supernet
 
 _PATCH_KEYS = ("pos_embed", "patch_embed.")
@@ -22,23 +25,21 @@ _PATCH_KEYS = ("pos_embed", "patch_embed.")
 
 @register_supernet("vit")
 class ViTSupernet(Supernet):
-    def _table(self, name: str) -> tuple[int, ...]:
-        return tuple(self.space.table[name])
-
-    def _arch(self, patch: int, pick) -> str:  # noqa: ANN001 - min or max
-        t = self._table
-        return (f"vit:p{patch}-e{pick(t('embed'))}-d{pick(t('depth'))}-h{pick(t('heads'))}"
-                f"-m{pick(t('mlp_ratio'))}")
+    @staticmethod
+    def _arch(patch: int, pick) -> str:  # noqa: ANN001 - min or max
+        # every block the same: the space's uniform spelling
+        return (f"vit:p{patch}-e{pick(EMBEDS)}-d{pick(DEPTHS)}-h{pick(HEADS)}"
+                f"-m{pick(MLPS)}")
 
     def largest(self) -> str:
         # p4, not p2: 4x fewer tokens keeps the sandwich's teacher affordable on a CPU
         return self._arch(4, max)
 
     def smallest(self) -> str:
-        return self._arch(max(self._table("patch")), min)
+        return self._arch(max(PATCHES), min)
 
     def cover_archs(self) -> list[str]:
-        return [self._arch(p, max) for p in self._table("patch")]
+        return [self._arch(p, max) for p in PATCHES]
 
     def bank_key(self, arch: str, spec: dict[str, Any], key: str) -> str:
         if key.startswith(_PATCH_KEYS):

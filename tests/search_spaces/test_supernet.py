@@ -121,10 +121,15 @@ def test_mbconv_kernels_go_through_the_transform():
 
 
 def test_vit_qkv_is_entangled_per_part():
+    from search_spaces.vit import HEAD_DIM
+
     """q, k and v of a narrow sub-network are each the leading rows of the wide q, k and v."""
     net = build_supernet("vit", **SHAPE)
     bank = net.bank("blocks.0.attn.qkv.weight")
     wide = bank.shape[0] // 3
-    sub = net.extract("vit:p4-e64-d2-h2-m1").state_dict()["blocks.0.attn.qkv.weight"]
+    sub = net.extract("vit:p4-e64-h2m1-h4m2").state_dict()["blocks.0.attn.qkv.weight"]
+    rows = 2 * HEAD_DIM  # fixed head width: two heads keep the leading 32 rows of q, k and v
+    assert sub.shape == (3 * rows, 64)
     for part in range(3):
-        torch.testing.assert_close(sub[part * 64:(part + 1) * 64], bank[part * wide:][:64, :64])
+        torch.testing.assert_close(sub[part * rows:(part + 1) * rows],
+                                   bank[part * wide:][:rows, :64])
