@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 
 from hwnas.common.errors import ConfigError, Problem
@@ -94,8 +95,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max((len(n) for n in names), default=4)
     for name in names:
         space = get_space(name)
-        print(f"{name:<{width}}  {space.size():>16,}  {space.grammar().splitlines()[0]}")
+        size = size_text(space.size())
+        print(f"{name:<{width}}  {size:>16}  {space.grammar().splitlines()[0]}")
     return 0
+
+
+def size_text(n: int) -> str:
+    """Exact count up to a billion; above, its power of ten (``~10^10.7``), which reads."""
+    return f"{n:,}" if n < 10**9 else f"~10^{math.log10(n):.1f}"
 
 
 def cmd_sample(args: argparse.Namespace) -> int:

@@ -91,3 +91,9 @@ def test_help_everywhere(capsys, argv):
         main(["spaces", *argv, "--help"])
     assert exc.value.code == 0
     assert "usage: hwnas spaces" in capsys.readouterr().out
+
+
+def test_list_sizes_exact_when_small_power_of_ten_when_huge(capsys):
+    rc, out, _ = run(capsys, "list")
+    sizes = {ln.split()[0]: ln.split()[1] for ln in out.strip().splitlines()}
+    assert rc == 0 and sizes["nb201"] == "15,625" and sizes["vit"] == "~10^10.7"
