@@ -17,7 +17,8 @@ vary; a tabular study can vary none. The options and the rungs are the config si
 every finished trial, each rung's finished, feasible candidates (per bracket) are ranked by
 ``nas.algorithms.promotion`` (non-dominated rank, then crowding distance, then trial number)
 and its top ``floor(n / eta)`` are promoted, each as a queued trial (``study.enqueue_trial``)
-with the same parameters and the user attributes ``rung``, ``bracket``, ``parent`` and ``promotion`` = ``"<arch>@<rung>"``.
+with the same parameters and the user attributes ``rung``, ``bracket``, ``parent`` and
+``promotion`` = ``"<arch>@<rung>"``.
 
 **Many workers, one storage.** Every rung result is a COMPLETE trial of its own, so the storage
 keeps all of them, with their ``rung`` and ``budget``. Promotions are decided from the storage

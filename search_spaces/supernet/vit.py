@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 from search_spaces.supernet.base import Supernet, leading
-from search_spaces.vit import DEPTHS, EMBEDS, HEADS, MLPS, PATCHES
 from search_spaces.supernet.registry import register_supernet
+from search_spaces.vit import DEPTHS, EMBEDS, HEADS, MLPS, PATCHES
 
 _PATCH_KEYS = ("pos_embed", "patch_embed.")
 
