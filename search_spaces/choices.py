@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 Values = range | tuple
@@ -38,6 +38,19 @@ def mutate_one(params: dict[str, Any], table: Table, rng: random.Random) -> dict
     name = rng.choice([n for n in table if len(table[n]) > 1])
     out = dict(params)
     out[name] = rng.choice([v for v in table[name] if v != params[name]])
+    return out
+
+
+def mutate_elastic(params: dict[str, Any], active: Table, count: str,
+                   unit_table: Callable[[int], Table], rng: random.Random) -> dict[str, Any]:
+    """``mutate_one`` on a space whose ``count`` (depth, groups) decides which units exist: a
+    unit the mutation adds draws its choices from ``unit_table(i)``, one it removes loses them."""
+    out = mutate_one(params, active, rng)
+    for i in range(params[count] + 1, out[count] + 1):
+        out |= {k: rng.choice(list(v)) for k, v in unit_table(i).items()}
+    for i in range(out[count] + 1, params[count] + 1):
+        for key in unit_table(i):
+            out.pop(key)
     return out
 
 

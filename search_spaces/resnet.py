@@ -119,12 +119,8 @@ class ResNetSpace(TableSpace):
 
     def mutate(self, arch: str, rng: random.Random) -> str:
         params = self.decode(arch)
-        out = choices.mutate_one(params, self._active(params["groups"]), rng)
-        for g in range(params["groups"] + 1, out["groups"] + 1):  # a new group: draw its choices
-            out |= {k: rng.choice(list(v)) for k, v in _group_table(g).items()}
-        for g in range(out["groups"] + 1, params["groups"] + 1):
-            for key in _group_table(g):
-                out.pop(key)
+        out = choices.mutate_elastic(params, self._active(params["groups"]), "groups",
+                                     _group_table, rng)
         return self.encode(out)
 
     def size(self) -> int:

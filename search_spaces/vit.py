@@ -116,12 +116,8 @@ class ViTSpace(TableSpace):
 
     def mutate(self, arch: str, rng: random.Random) -> str:
         params = self.decode(arch)
-        out = choices.mutate_one(params, self._active(params["depth"]), rng)
-        for i in range(params["depth"] + 1, out["depth"] + 1):  # a new block: draw its choices
-            out |= {k: rng.choice(list(v)) for k, v in _block_table(i).items()}
-        for i in range(out["depth"] + 1, params["depth"] + 1):
-            for key in _block_table(i):
-                out.pop(key)
+        out = choices.mutate_elastic(params, self._active(params["depth"]), "depth",
+                                     _block_table, rng)
         return self.encode(out)
 
     def size(self) -> int:
