@@ -108,7 +108,8 @@ def cmd_front(args: argparse.Namespace) -> None:
     import fidelity_front as front
     from _results import markdown
 
-    res = front.run(args.recipe, args.trials, args.seeds)
+    res = front.run(args.recipe, args.trials, args.seeds,
+                    [int(x) for x in args.recipe_seeds.split(",")])
     (truth.ROOT / "bench" / "results" / "fidelity_front.json").write_text(json.dumps(res))
     print(markdown(front.rows(res)))
 
@@ -179,7 +180,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     f = sub.add_parser("front", help="search fronts on the truth pool, scored at the truth")
     f.add_argument("--recipe", default="default")
     f.add_argument("--trials", type=int, default=10)
-    f.add_argument("--seeds", type=int, default=10)
+    f.add_argument("--seeds", type=int, default=10, help="search seeds")
+    f.add_argument("--recipe-seeds", default="1,2", help="the recipe's scoring seeds used")
     f.set_defaults(run=cmd_front)
     z = sub.add_parser("baselines", help="params, MACs, latency, zero-cost proxies per arch")
     z.add_argument("--seeds", default="1,2", help="initialisation seeds of the proxies")

@@ -9,18 +9,24 @@ scores. That front is then scored at the truth: its hypervolume (truth pcm@1d ag
 as a fraction of the pool's true front. Side by side, at the same number of candidates:
 
 - ``default`` and ``random`` (and ``tpe_mv``) searches scored by the recipe;
+- ``default + size prior``: the default search whose first candidates are the free
+  params-greedy front (fastest first), the rest proposed by the sampler;
+- ``noise-aware front``: instead of the Pareto set of the scores, every candidate no other
+  beats by more than the front's margin at no more latency (``comparison_se`` with the recipe's
+  calibrated training noise, noise.json): what the scores cannot rule out, a larger set;
 - ``params-greedy@N``: the Pareto set of parameter count (up) against latency (down) among ``N``
   random pool archs, no training at all;
 - ``params-greedy``: the same over the whole pool (free: no training needed to rank by size).
 
-    python bench/fidelity.py front --recipe default --trials 10 --seeds 10
+    python bench/fidelity.py front --recipe default --recipe-seeds 1,2 --trials 6 --seeds 10
 
-Median and spread over search seeds; the recipe seed of search seed k is ``seeds[k % 2]``
-(the recipe's two scored seeds), so searches share noise draws: state it with the figure.
+Median and spread over search seeds; the recipe seed of search seed k is the k-th of
+``--recipe-seeds`` in turn (seeds disjoint from the truth's), so searches share noise draws.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -31,26 +37,34 @@ import pandas as pd
 from fidelity_recipes import SCORES
 from fidelity_truth import DATA
 
-from nas.algorithms.pareto import hypervolume, pareto_mask
+from nas.algorithms.pareto import comparison_se, hypervolume, pareto_mask
 from nas.algorithms.samplers import make_sampler
 from search_spaces import get_space
 from search_spaces.pool import PoolSpace
 
+NOISE = DATA / "noise.json"
 BUDGET_MS = 5.0
 KEY = "acc_pcm@1d"
 DIRS = ["maximize", "minimize"]
 SEARCHERS = ("default", "random", "tpe_mv")
 
 
-def pool_table(recipe: str) -> pd.DataFrame:
-    """Per pool arch: truth accuracy, latency, params and the recipe's score per seed."""
+def pool_table(recipe: str, seeds: list[int]) -> pd.DataFrame:
+    """Per pool arch: truth accuracy, latency, params and the recipe's score under ``seeds``
+    (archs scored under all of them)."""
     truth = pd.read_csv(DATA / "truth.csv")
     truth = truth[(truth.space == "resnet") & (truth.recipe == "digital")].set_index("arch")
     lat = bands.measure("resnet", list(truth.index))
     table = truth[[KEY, "params"]].assign(latency_ms=[lat[a]["latency_ms"] for a in truth.index])
     scores = pd.read_csv(SCORES)
-    mine = scores[scores.recipe == recipe].pivot_table(index="arch", columns="seed", values="acc")
-    table = table.join(mine.add_prefix("score_s"), how="inner")
+    mine = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)].pivot_table(
+        index="arch", columns="seed", values="acc")
+    se = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)].pivot_table(
+        index="arch", columns="seed", values="acc_se")
+    reps = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)].pivot_table(
+        index="arch", columns="seed", values="repeats")
+    table = table.join(mine.add_prefix("score_s"), how="inner").join(
+        se.add_prefix("se_s"), how="inner").join(reps.add_prefix("reps_s"), how="inner")
     return table[table.latency_ms <= BUDGET_MS].dropna()
 
 
@@ -60,8 +74,10 @@ def true_hv(table: pd.DataFrame, members: list[str], ref: list[float]) -> float:
 
 
 def search(table: pd.DataFrame, sampler: str, seed: int, trials: int,
-           score_col: str) -> list[str]:
-    """The front (by the recipe's scores) of a ``trials``-candidate search over the pool."""
+           score_col: str, prior: bool = False, train_sd: float | None = None) -> list[str]:
+    """The front (by the recipe's scores) of a ``trials``-candidate search over the pool;
+    ``prior``: the free params-greedy front is enqueued first (fastest first), the sampler
+    proposes the rest."""
     space = PoolSpace(get_space("resnet"), list(table.index))
     seen: list[str] = []
 
@@ -75,8 +91,30 @@ def search(table: pd.DataFrame, sampler: str, seed: int, trials: int,
     if hasattr(chosen, "attach"):  # as the study driver does: plans and mutations from the space
         chosen.attach(space=space)
     study = optuna.create_study(directions=DIRS, sampler=chosen)
+    if prior:
+        free = params_greedy(table, list(table.index))
+        for arch in sorted(free, key=lambda a: table.at[a, "latency_ms"])[:trials]:
+            study.enqueue_trial(space.decode(arch))
     study.optimize(objective, n_trials=trials)
+    if train_sd is not None:
+        return noise_front(table, list(dict.fromkeys(seen)), score_col, train_sd)
     return _front(table, list(dict.fromkeys(seen)), score_col)
+
+
+def noise_front(table: pd.DataFrame, archs: list[str], col: str, train_sd: float) -> list[str]:
+    """Every arch no other arch beats by more than the front's margin at no more latency: what
+    the scores cannot rule out (``comparison_se``: t quantile of the programmings, plus the
+    recipe's calibrated training noise)."""
+    seed = col.removeprefix("score_s")
+    sub = table.loc[archs]
+    se = comparison_se(sub[f"se_s{seed}"].values, sub[f"reps_s{seed}"].values, train_sd)
+    acc, lat = sub[col].values, sub.latency_ms.values
+    keep = []
+    for i, arch in enumerate(archs):
+        beaten = (lat <= lat[i]) & (acc - acc[i] > 2 * np.sqrt(se**2 + se[i] ** 2))
+        if not beaten.any():
+            keep.append(arch)
+    return keep
 
 
 def _front(table: pd.DataFrame, archs: list[str], col: str) -> list[str]:
@@ -88,20 +126,29 @@ def params_greedy(table: pd.DataFrame, archs: list[str]) -> list[str]:
     return _front(table, archs, "params")
 
 
-def run(recipe: str, trials: int, seeds: int) -> dict[str, Any]:
-    table = pool_table(recipe)
+def run(recipe: str, trials: int, seeds: int, recipe_seeds: list[int]) -> dict[str, Any]:
+    table = pool_table(recipe, recipe_seeds)
     cols = [c for c in table.columns if c.startswith("score_s")]
     ref = [float(table[KEY].min()), BUDGET_MS]
     best = true_hv(table, _front(table, list(table.index), KEY), ref)
-    out: dict[str, list[float]] = {s: [] for s in (*SEARCHERS, "params-greedy@N")}
+    sd = json.loads(NOISE.read_text()).get(recipe, {}).get(KEY, 0.0) if NOISE.is_file() else 0.0
+    arms = (*SEARCHERS, "default + size prior", "default, noise-aware front",
+            "default + size prior, noise-aware front", "params-greedy@N")
+    out: dict[str, list[float]] = {s: [] for s in arms}
     for k in range(seeds):
         col = cols[k % len(cols)]
         for name in SEARCHERS:
             out[name].append(true_hv(table, search(table, name, k, trials, col), ref) / best)
+        for name, prior, noise in (("default + size prior", True, None),
+                                   ("default, noise-aware front", False, sd),
+                                   ("default + size prior, noise-aware front", True, sd)):
+            found = search(table, "default", k, trials, col, prior=prior, train_sd=noise)
+            out[name].append(true_hv(table, found, ref) / best)
         drawn = random.Random(k).sample(list(table.index), min(trials, len(table)))
         out["params-greedy@N"].append(true_hv(table, params_greedy(table, drawn), ref) / best)
     whole = true_hv(table, params_greedy(table, list(table.index)), ref) / best
     return {"recipe": recipe, "pool": len(table), "trials": trials, "seeds": seeds,
+            "train_noise_sd": sd,
             "recipe_seeds": [c.removeprefix("score_s") for c in cols], "ref": ref,
             "hv": out, "params_greedy_pool": whole}
 
