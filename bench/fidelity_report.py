@@ -26,6 +26,7 @@ import pandas as pd
 from _results import markdown
 from fidelity_recipes import RECIPES, SCORES, TIMING
 from fidelity_truth import DATA, ROOT
+from scipy.stats import rankdata
 
 RESULTS = ROOT / "bench" / "results"
 KEY = "acc_pcm@1d"
@@ -127,7 +128,8 @@ def recipe_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
 
 
 def derived_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
-                 timing: pd.DataFrame | None, recipe: str = "default") -> list[dict[str, Any]]:
+                 timing: pd.DataFrame | None, recipe: str = "default",
+                 baselines: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """Scorers computed from ``recipe``'s own runs, per seed: the training-speed estimate
     (minus the sum of the epochs' training losses; its cost is the training alone) and the
     recipe's score shrunk toward its size trend (empirical Bayes: the residual after
@@ -144,6 +146,14 @@ def derived_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
                         **measures(-per.train_loss_sum.values, sub, bootstrap),
                         "s / candidate": float("nan"),
                         "s (its runs)": float(per.train_seconds.median())})
+        syn = (baselines[baselines.seed == seed].set_index("arch").synflow.reindex(per.index)
+               if baselines is not None and len(baselines) else None)
+        if syn is not None and syn.notna().all():  # the free proxy at the same seed's init
+            mixed = rankdata(per.acc.values) + rankdata(syn.values)
+            out.append({"scorer": f"{recipe} + synflow (rank mean) seed {seed}",
+                        "kind": "one run", **measures(mixed, sub, bootstrap),
+                        "s / candidate": _seconds(recipe, mine, timing),
+                        "s (its runs)": float(per.seconds.median())})
         out.append({"scorer": f"{recipe} shrunk to size seed {seed}", "kind": "one run",
                     **measures(shrunk(per.acc.values, sub.params.values, per.acc_se.values),
                                sub, bootstrap),
@@ -169,7 +179,7 @@ def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
     ref = reference(truth, baselines)
     return [*baseline_rows(ref, baselines, bootstrap),
             *recipe_rows(ref, scores, bootstrap, timing),
-            *derived_rows(ref, scores, bootstrap, timing)]
+            *derived_rows(ref, scores, bootstrap, timing, baselines=baselines)]
 
 
 def plot(table: pd.DataFrame, path: Path) -> None:
@@ -280,8 +290,10 @@ def write(*, bootstrap: int = 2000) -> str:
     baselines = pd.read_csv(BASE_CSV) if BASE_CSV.is_file() else None
     table = pd.DataFrame(rows(truth, scores, bootstrap, timing, baselines))
     plot(table, RESULTS / "fidelity" / "yardstick_v2.png")
-    text = markdown(table.to_dict("records"))
-    noise = ceiling(truth_seeds, truth) + "\n\n" + _calibration_text(calibrate(scores))
+    text = markdown(table.to_dict("records")) + _same_archs(truth, scores, bootstrap, timing,
+                                                           baselines)
+    noise = (ceiling(truth_seeds, truth) + "\n\n" + _calibration_text(calibrate(scores))
+             + _front_text())
     (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing, noise))
     return text
 
@@ -302,11 +314,50 @@ def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame,
             f"{noise}\n\n![yardstick v2](fidelity/yardstick_v2.png)\n{_findings()}")
 
 
+MAIN = ("default", (1, 2))  # the shipped recipe under the seeds disjoint from the truth's
+MAIN_RECIPES = ("quickstart", "default", "default_hwa", "e2_lean", "eco")
+
+
+def _same_archs(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+                timing: pd.DataFrame | None, baselines: pd.DataFrame | None) -> str:
+    """The headline comparison: every row on the same archs, those the shipped recipe scored
+    under both seeds disjoint from the truth's (rows over different archs do not compare)."""
+    recipe, seeds = MAIN
+    mine = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)]
+    held = [a for a, n in mine.groupby("arch").size().items() if n == len(seeds)]
+    if len(held) < 3:
+        return ""
+    keep = scores[scores.arch.isin(held) & scores.recipe.isin(MAIN_RECIPES)]
+    base = baselines[baselines.arch.isin(held)] if baselines is not None else None
+    table = rows(truth[truth.arch.isin(held)], keep, bootstrap, timing, base)
+    return (f"\n\nThe same measures on the same {len(held)} archs: those `{recipe}` scored "
+            f"under seeds {', '.join(map(str, seeds))} (the comparison to read):\n\n"
+            + markdown(table))
+
+
 def _calibration_text(table: list[dict[str, Any]]) -> str:
     return ("Calibration of the front's margin (`nas.algorithms.pareto.comparison_se`), from "
             "each recipe's same-arch pairs across seeds; the training noise SD goes to "
             "bench/data/fidelity/noise.json and into a study's `pareto.train_noise`:\n\n"
             + markdown(table))
+
+
+def _front_text() -> str:
+    """The front-regret table (``fidelity.py front``), when it has run."""
+    import fidelity_front as front
+
+    path = RESULTS / "fidelity_front.json"
+    if not path.is_file():
+        return ""
+    res = json.loads(path.read_text())
+    return (f"\n\nFront regret (`python bench/fidelity.py front --recipe {res['recipe']} "
+            f"--trials {res['trials']} --seeds {res['seeds']}`): searches over the "
+            f"{res['pool']} truth archs inside the 5 ms budget, each candidate scored by the "
+            f"recipe's stored score under seed {' or '.join(res['recipe_seeds'])} (search seed "
+            f"k uses the k-th of them in turn), the returned front scored at the truth: "
+            f"hypervolume of truth pcm@1d against latency, reference (accuracy "
+            f"{res['ref'][0]:.3f}, {res['ref'][1]} ms), as a fraction of the pool's true "
+            f"front.\n\n" + markdown(front.rows(res)))
 
 
 def _asis(timing: pd.DataFrame) -> str:
