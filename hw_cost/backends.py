@@ -20,7 +20,7 @@ from typing import Protocol
 
 import torch
 
-from hwnas.common.devices import device_problem
+from hwnas.common.devices import device_problem, tf32_block, tf32_state
 from hwnas.common.errors import Problem
 from hwnas.common.provenance import cpu_model
 from hwnas.common.registry import Registry
@@ -128,32 +128,6 @@ def nvidia_smi(index: int = 0) -> dict[str, str]:
 @functools.cache
 def _nvidia_driver() -> str:
     return nvidia_smi()["driver_version"]
-
-
-def set_tf32(enabled: bool) -> dict[str, bool]:
-    """Set TF32 for CUDA matmuls and cuDNN convolutions explicitly (cuDNN defaults to TF32, so
-    an "fp32" figure taken without this is most likely TF32); returns the settings before."""
-    before = tf32_state()
-    torch.backends.cuda.matmul.allow_tf32 = enabled
-    torch.backends.cudnn.allow_tf32 = enabled
-    return before
-
-
-def tf32_state() -> dict[str, bool]:
-    """The TF32 settings in force: matmuls and cuDNN convolutions."""
-    return {"matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-            "cudnn": bool(torch.backends.cudnn.allow_tf32)}
-
-
-@contextmanager
-def tf32_block(enabled: bool) -> Iterator[dict[str, bool]]:
-    """The block runs with TF32 ``enabled`` (both switches); the caller's settings come back."""
-    before = set_tf32(enabled)
-    try:
-        yield tf32_state()
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = before["matmul"]
-        torch.backends.cudnn.allow_tf32 = before["cudnn"]
 
 
 def gpu_facts(device: str) -> dict[str, object]:

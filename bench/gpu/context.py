@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from hw_cost.backends import gpu_facts, tf32_state
-from hwnas.common.devices import is_cuda
+from hw_cost.backends import gpu_facts
+from hwnas.common.devices import is_cuda, tf32_state
 from hwnas.common.provenance import cpu_model, git_revision, versions
 from hwnas.common.registry import Registry
 

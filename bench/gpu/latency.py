@@ -18,13 +18,13 @@ import tempfile
 import torch
 
 from gpu.context import Context, Goal, Report, bare_times_ms, cov, part
-from hw_cost.backends import tf32_block
 from hw_cost.cache import CostCache
 from hw_cost.latency import StopRule, measure_latency, prepare
 from hw_cost.options import DTYPES
 from hw_cost.predictors import Setting, build_lut, evaluate
 from hw_cost.roofline import measure_ceilings, roofline_point
 from hw_cost.static import static_costs
+from hwnas.common.devices import tf32_block
 from search_spaces import get_space
 
 SHAPE = (1, 28, 28)

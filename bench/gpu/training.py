@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from gpu.context import Context, Goal, Report, part
-from hw_cost.backends import tf32_block
+from hwnas.common.devices import tf32_block
 from hwnas.common.errors import HwnasError
 from hwnas.train.data import DataSplits, load_data
 from hwnas.train.ddp import DDPJob, group_backend, run_job

@@ -9,6 +9,11 @@ problem before raising.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
 from hwnas.common.errors import ConfigError, Problem
 
 DEVICE_TYPES = ("cpu", "cuda")
@@ -58,3 +63,29 @@ def require_device(name: object, where: str = "device") -> str:
 def is_cuda(name: object) -> bool:
     """Whether ``name`` names a CUDA device (usable or not)."""
     return str(name).split(":", 1)[0] == "cuda"
+
+
+def set_tf32(enabled: bool) -> dict[str, bool]:
+    """Set TF32 for CUDA matmuls and cuDNN convolutions explicitly (cuDNN defaults to TF32, so
+    an "fp32" figure taken without this is most likely TF32); returns the settings before."""
+    before = tf32_state()
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    torch.backends.cudnn.allow_tf32 = enabled
+    return before
+
+
+def tf32_state() -> dict[str, bool]:
+    """The TF32 settings in force: matmuls and cuDNN convolutions."""
+    return {"matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+
+
+@contextmanager
+def tf32_block(enabled: bool) -> Iterator[dict[str, bool]]:
+    """The block runs with TF32 ``enabled`` (both switches); the caller's settings come back."""
+    before = set_tf32(enabled)
+    try:
+        yield tf32_state()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before["matmul"]
+        torch.backends.cudnn.allow_tf32 = before["cudnn"]

@@ -44,6 +44,9 @@ class FitConfig:
     device: str = "cpu"
     amp: bool = True
     """Mixed precision on CUDA (bf16 where supported, else fp16 with loss scaling); off on CPU."""
+    tf32: bool = False
+    """TF32 for fp32 matmuls and convolutions on CUDA, set explicitly for the run and restored
+    after (cuDNN's default is TF32, so fp32 training without this is most likely TF32)."""
     channels_last: bool = True
     """channels_last memory format for plain convs, on CPU too: oneDNN and cuDNN run it faster
     (1.3-1.4x training throughput on CPU for the CNN spaces, measured in bench/train_loop.py)."""

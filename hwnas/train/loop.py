@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hwnas.common.devices import tf32_block
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.seeds import rng_devices, stream_seed
 from hwnas.train.data import DataSplits
@@ -179,7 +180,7 @@ def fit(model: nn.Module, data: DataSplits, cfg: FitConfig | None = None, *,
     run, total = prepare(model, cfg, len(loader), loss_fn=loss_fn, optimizer=optimizer,
                          step_hook=step_hook, on_epoch=on_epoch)
     x_val, y_val = data.x_val.to(cfg.device), data.y_val.to(cfg.device)
-    with torch.random.fork_rng(devices=rng_devices(cfg.device)):
+    with torch.random.fork_rng(devices=rng_devices(cfg.device)), tf32_block(cfg.tf32):
         torch.manual_seed(stream_seed(cfg.seed, "dropout"))
         return _fit_epochs(model, loader, total, run, (x_val, y_val), cfg)
 

@@ -112,6 +112,8 @@ class TrainCfg(_Cfg):
         "random crop and flip where the data set allows"))
     device: str = Field(_FIT["device"], description="cpu | cuda | cuda:N")
     amp: bool = Field(_FIT["amp"], description="mixed precision on CUDA")
+    tf32: bool = Field(_FIT["tf32"], description=(
+        "TF32 for fp32 matmuls and convolutions on CUDA (set explicitly; off by default)"))
     channels_last: bool = Field(_FIT["channels_last"], description=(
         "channels-last memory format on CUDA"))
     eval_batch_size: int = Field(_FIT["eval_batch_size"], gt=0, description=(

@@ -7,10 +7,18 @@ import pytest
 import torch
 from hw_cost_helpers import FAST, tiny_cnn
 
-from hw_cost.backends import get_backend, nvidia_smi, set_tf32, tf32_block, tf32_state
+from hw_cost.backends import get_backend, nvidia_smi
 from hw_cost.latency import measure_latency
 from hw_cost.roofline import ceilings_key, measure_ceilings
-from hwnas.common.devices import NO_CUDA_RULE, device_problem, is_cuda, require_device
+from hwnas.common.devices import (
+    NO_CUDA_RULE,
+    device_problem,
+    is_cuda,
+    require_device,
+    set_tf32,
+    tf32_block,
+    tf32_state,
+)
 from hwnas.common.errors import ConfigError
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

@@ -266,3 +266,24 @@ def test_study_train_config_is_fit_config() -> None:
     # a study scores every candidate itself after training, so it skips fit's val passes
     study = {k: f.default for k, f in TrainCfg.model_fields.items() if k != "threads"}
     assert study == {**fit, "validation": "off"}
+
+
+@pytest.mark.parametrize("tf32", [False, True])
+def test_fit_sets_tf32_explicitly_and_restores_it(tf32: bool) -> None:
+    # cuDNN defaults to TF32, so fp32 training must set it; the switches are global, so fit
+    # restores the caller's. The flags exist (and are read by CUDA kernels) on CPU builds too.
+    from hwnas.common.devices import set_tf32, tf32_state
+    from hwnas.train.data import load_data
+    from hwnas.train.loop import FitConfig, fit
+
+    seen = []
+    before = set_tf32(not tf32)
+    try:
+        data = load_data("digits", train_limit=64)
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+        fit(model, data, FitConfig(steps=2, batch_size=32, tf32=tf32, validation="off"),
+            step_hook=lambda _m: seen.append(tf32_state()))
+        assert seen and all(s == {"matmul": tf32, "cudnn": tf32} for s in seen)
+        assert tf32_state() == {"matmul": not tf32, "cudnn": not tf32}
+    finally:
+        set_tf32(before["matmul"])
