@@ -20,13 +20,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+import fidelity_bands as bands
+import fidelity_front as front
 import fidelity_measures as fm
 import numpy as np
 import pandas as pd
 from _results import markdown
+from fidelity_baselines import BASELINES as BASE_CSV
 from fidelity_recipes import RECIPES, SCORES, TIMING
 from fidelity_truth import DATA, ROOT
 from scipy.stats import rankdata
+
+from nas.algorithms.pareto import comparison_se
 
 RESULTS = ROOT / "bench" / "results"
 KEY = "acc_pcm@1d"
@@ -73,8 +78,6 @@ def measures(score: np.ndarray, ref: pd.DataFrame, bootstrap: int) -> dict[str, 
 
 def reference(truth: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFrame:
     """The resnet truth (seed 0) with each arch's params, latency and band."""
-    import fidelity_bands as bands
-
     ref = truth[(truth.space == "resnet") & (truth.recipe == "digital")].set_index("arch")
     lat = baselines.groupby("arch").latency_ms.first() if len(baselines) else pd.Series()
     ref = ref.assign(latency_ms=lat.reindex(ref.index).values,
@@ -245,8 +248,6 @@ def seed_pairs(mine: pd.DataFrame) -> pd.DataFrame:
 
 def _outside(p: pd.DataFrame, train_sd: float, t_quantile: bool = True) -> float:
     """Share of pairs whose gap exceeds the front's margin, 2 * sqrt(se_x^2 + se_y^2)."""
-    from nas.algorithms.pareto import comparison_se
-
     rx, ry = (p.repeats_x.values, p.repeats_y.values) if t_quantile else (None, None)
     se_x = comparison_se(p.acc_se_x.values, rx, train_sd)
     se_y = comparison_se(p.acc_se_y.values, ry, train_sd)
@@ -280,8 +281,6 @@ def calibrate(scores: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def write(*, bootstrap: int = 2000) -> str:
-    from fidelity_baselines import BASELINES as BASE_CSV
-
     truth = pd.read_csv(DATA / "truth.csv")
     seeds_csv = DATA / "truth_seeds.csv"
     truth_seeds = pd.read_csv(seeds_csv) if seeds_csv.is_file() else truth.assign(seed=0)
@@ -344,8 +343,6 @@ def _calibration_text(table: list[dict[str, Any]]) -> str:
 
 def _front_text() -> str:
     """The front-regret table (``fidelity.py front``), when it has run."""
-    import fidelity_front as front
-
     path = RESULTS / "fidelity_front.json"
     if not path.is_file():
         return ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,14 +111,19 @@ def _datasets() -> list[str]:
     return list_datasets()
 
 
-def hw_problem(where: str, name: str) -> Problem | None:
-    """None when ``name`` is a hardware model ``analog.apply`` accepts (incl. generic fqN)."""
+def _first_problem(where: str, value: Any, check: Callable[[Any], object]) -> Problem | None:
+    """None when ``check(value)`` accepts it; else its first problem, placed at ``where``."""
     try:
-        analog.get_hw(name)
+        check(value)
         return None
     except ConfigError as err:
         p = err.problems[0]
-        return Problem(where, p.rule, name, p.fix)
+        return Problem(where, p.rule, value, p.fix)
+
+
+def hw_problem(where: str, name: str) -> Problem | None:
+    """None when ``name`` is a hardware model ``analog.apply`` accepts (incl. generic fqN)."""
+    return _first_problem(where, name, analog.get_hw)
 
 
 def hw_options_problems(cfg: Any) -> list[Problem]:
@@ -145,12 +151,7 @@ def hw_options_problems(cfg: Any) -> list[Problem]:
 
 
 def time_problem(where: str, time: Any) -> Problem | None:
-    try:
-        analog.parse_time(time)
-        return None
-    except ConfigError as err:
-        p = err.problems[0]
-        return Problem(where, p.rule, time, p.fix)
+    return _first_problem(where, time, analog.parse_time)
 
 
 def resolve_path(path: str | Path) -> Path:
