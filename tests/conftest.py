@@ -22,7 +22,28 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs CUDA; skipped on CPU-only machines")
 
 
+# Files that start a local Ray instance. Under pytest-xdist they share one group, so they run on
+# one worker one after another: two Ray heads on one host race for /tmp/ray/session_latest.
+RAY_FILES = frozenset({
+    "tests/hwnas/train/test_ddp_ray.py", "tests/nas/test_finalize.py", "tests/nas/test_plugins.py",
+    "tests/nas/test_ray_driver.py", "tests/nas/test_ray_searcher.py",
+    "tests/nas/test_schedule_ray.py", "tests/nas/test_reproducible.py",
+    "tests/nas/test_study_config.py", "tests/nas/test_ray_accounting.py",
+})
+
+
+def _xdist_group(item: pytest.Item, root: str) -> str:
+    # One group per file keeps a module's fixtures on one worker (computed once, as in a serial
+    # run); the Ray files form one group of their own.
+    rel = os.path.relpath(str(item.path), root)
+    return "ray" if rel in RAY_FILES else rel
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = str(config.rootpath)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_xdist_group(item, root)))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA (marked gpu); torch.cuda.is_available() is False")
