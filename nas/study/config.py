@@ -9,7 +9,6 @@ The resolved config (defaults filled in) is saved next to the results and in the
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -26,7 +26,7 @@ from pydantic import (
 from hwnas.common.errors import ConfigError
 from hwnas.common.plugins import is_path, load_entry_points, load_plugins
 from hwnas.resources import studies_dir
-from hwnas.train.fit_config import FitConfig
+from hwnas.train.fit_config import FitConfig, Validation, settings
 from nas.study.checks import (
     hw_options_problems,
     pydantic_problems,
@@ -41,7 +41,6 @@ from search_spaces.pool import read_pool
 
 STUDIES_DIR = studies_dir()  # inside the installed package, else the checkout's studies/
 AUTO_HWA_EPOCHS = 0.5  # `hw_eval.hwa: auto`: a short fine-tune, as AnalogNAS scores candidates
-_FIT = {f.name: f.default for f in fields(FitConfig)}  # TrainCfg's defaults: one source
 
 
 class _Cfg(BaseModel):
@@ -91,34 +90,20 @@ class SamplerCfg(_Cfg):
         "keyword arguments of the Optuna sampler"))
 
 
-class TrainCfg(_Cfg):
-    """Proxy training per trial: the fields of ``hwnas.train.FitConfig`` with its defaults (the
-    seed is the study's), so the study file and the library train alike."""
+def fit_model(fit: type = FitConfig, exclude: tuple[str, ...] = ("seed",)) -> type[_Cfg]:
+    """A pydantic model of ``fit``'s fields (``hwnas.train.fit_config.setting``): the same
+    types, defaults, bounds and descriptions, less ``exclude``. Study-only fields and defaults
+    are added by subclassing it."""
+    defs = {s.name: (s.type, Field(s.default, description=s.description, **s.bounds))
+            for s in settings(fit) if s.name not in exclude}
+    return create_model(f"{fit.__name__}Fields", __base__=_Cfg, **defs)
 
-    epochs: float = Field(_FIT["epochs"], gt=0, description=(
-        "training epochs per candidate (fractions allowed)"))
-    steps: int | None = Field(_FIT["steps"], gt=0, description="optimizer steps instead of epochs")
-    batch_size: int = Field(_FIT["batch_size"], gt=0, description="training batch size")
-    lr: float | None = Field(_FIT["lr"], gt=0, description="None: 0.1 for sgd, 1e-3 for adamw")
-    optimizer: Literal["sgd", "adamw"] = Field(_FIT["optimizer"], description="sgd | adamw")
-    weight_decay: float = Field(_FIT["weight_decay"], ge=0, description=(
-        "weight decay (default: the optimizer's)"))
-    momentum: float = Field(_FIT["momentum"], ge=0, lt=1, description="SGD momentum")
-    label_smoothing: float = Field(_FIT["label_smoothing"], ge=0, lt=1, description=(
-        "label smoothing of the cross-entropy"))
-    warmup_epochs: float = Field(_FIT["warmup_epochs"], ge=0, description=(
-        "linear warm-up before the cosine decay"))
-    augment: bool = Field(_FIT["augment"], description=(
-        "random crop and flip where the data set allows"))
-    device: str = Field(_FIT["device"], description="cpu | cuda | cuda:N")
-    amp: bool = Field(_FIT["amp"], description="mixed precision on CUDA")
-    tf32: bool = Field(_FIT["tf32"], description=(
-        "TF32 for fp32 matmuls and convolutions on CUDA (set explicitly; off by default)"))
-    channels_last: bool = Field(_FIT["channels_last"], description=(
-        "channels-last memory format on CUDA"))
-    eval_batch_size: int = Field(_FIT["eval_batch_size"], gt=0, description=(
-        "images per batch when scoring (memory, not results)"))
-    validation: Literal["epoch", "end", "off"] = Field(
+
+class TrainCfg(fit_model(FitConfig)):
+    """Proxy training per trial: the fields of ``hwnas.train.FitConfig``, declared there once
+    with their defaults, bounds and descriptions (the seed is the study's)."""
+
+    validation: Validation = Field(
         "off", description="val-split passes while training: off (the default here: the study "
         "scores every candidate itself after training, on hw_eval.eval_limit images), end, or "
         "epoch (FitConfig's default)")
