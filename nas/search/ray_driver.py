@@ -8,6 +8,12 @@ weights into the study's Optuna storage and artifact store, so ``hwnas pareto/ex
 work the same on either backend. Resume: an interrupted Ray run is continued with
 ``Tuner.restore``; a finished one is followed by a new run for the trials still missing, its
 searcher warm-started with every complete trial in the storage.
+
+``n_trials`` is exact: a run asks Tune for the complete trials still missing, failed ones are
+made up by the next run, and a complete trial past ``n_trials`` (a restored run can re-create
+one) is stored PRUNED. SIGTERM or SIGINT stops Tune as Tune stops itself (experiment state
+saved, trials stopped), stores the running trials FAIL with the signal as their reason, shuts
+Ray down and ends the command with ``Interrupted``; rerun it to continue.
 """
 
 from __future__ import annotations
@@ -26,7 +32,16 @@ from optuna.trial import TrialState
 from nas.algorithms.samplers import make_sampler
 from nas.search import schedule
 from nas.search.progress import StudyProgress
-from nas.search.ray_utils import AskTellSearcher, CopyToStudy, connect, warm_study
+from nas.search.ray_utils import (
+    STOP,
+    AskTellSearcher,
+    CopyToStudy,
+    StopOnSignal,
+    connect,
+    raise_if_signalled,
+    stop_on_signals,
+    warm_study,
+)
 from nas.study import store
 from nas.study.config import StudyConfig, validate_study
 
@@ -112,29 +127,39 @@ def run(cfg: StudyConfig, study_dir: Path, *, progress: bool | str = True) -> op
     study = store.create_or_load(cfg, store.open_storage(cfg.storage_url(study_dir)))
     root = _Root(cfg, study_dir)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # ours stops Tune, and fails its trials
     for name in ("ray", "ray.tune", "ray.train"):  # our progress bar replaces Ray's log lines
         logging.getLogger(name).setLevel(logging.WARNING)
     started = not ray.is_initialized()
     if started:
         connect(cfg.ray.address, include_dashboard=False, log_to_driver=False)
-    try:
-        with StudyProgress(study, cfg.n_trials, mode=progress,
-                           keys=[o.key for o in cfg.objectives_resolved()]) as bar:
-            runs = root.runs()
-            if runs and not root.done(runs[-1]) and _can_restore(root.uri(runs[-1])):
-                _fit(cfg, study, study_dir, root, runs[-1], bar, restore=True)
-            for _ in range(3):  # failed trials do not count: top up a few times at most
-                remaining = cfg.n_trials - _n_complete(study)
-                if remaining <= 0:
-                    break
-                name = f"run-{len(root.runs()):03d}"
-                _fit(cfg, study, study_dir, root, name, bar, restore=False,
-                     num_samples=remaining)
-    finally:
+    try:  # after connect: ray.init installs its own SIGTERM handler
+        with stop_on_signals(), StudyProgress(
+                study, cfg.n_trials, mode=progress,
+                keys=[o.key for o in cfg.objectives_resolved()]) as bar:
+            _run_rounds(cfg, study, study_dir, root, bar)
+            raise_if_signalled()
+    finally:  # an interrupted run still leaves its trials table and no Ray behind
         if started:
             ray.shutdown()
-    store.write_trials(study_dir, study)
+        store.write_trials(study_dir, study)
     return study
+
+
+def _run_rounds(cfg: StudyConfig, study: optuna.Study, study_dir: Path, root: _Root,
+                bar: StudyProgress) -> None:
+    """The unfinished run restored (unless the study is complete), then new runs for the
+    complete trials still missing; a signal ends the rounds."""
+    runs = root.runs()
+    if (runs and not root.done(runs[-1]) and _n_complete(study) < cfg.n_trials
+            and _can_restore(root.uri(runs[-1]))):
+        _fit(cfg, study, study_dir, root, runs[-1], bar, restore=True)
+    for _ in range(3):  # failed trials do not count: top up a few times at most
+        remaining = cfg.n_trials - _n_complete(study)
+        if remaining <= 0 or STOP.name is not None:
+            break
+        name = f"run-{len(root.runs()):03d}"
+        _fit(cfg, study, study_dir, root, name, bar, restore=False, num_samples=remaining)
 
 
 def _n_complete(study: optuna.Study) -> int:
@@ -151,8 +176,11 @@ def _fit(cfg: StudyConfig, study: optuna.Study, study_dir: Path, root: _Root, na
          bar: StudyProgress, *, restore: bool, num_samples: int = 0) -> None:
     from ray import tune
 
+    # Workers score the arch they are given: a pool only restricts sampling, which happens
+    # here, so they need neither the pool file (absent on other nodes) nor its path.
+    worker_raw = cfg.model_copy(update={"space_pool": None}).dump()
     trainable = tune.with_resources(
-        tune.with_parameters(_trainable, cfg_raw=cfg.dump(), study_dir=str(study_dir)),
+        tune.with_parameters(_trainable, cfg_raw=worker_raw, study_dir=str(study_dir)),
         {"cpu": cfg.ray.cpus_per_trial, "gpu": cfg.ray.gpus_per_trial})
     if restore:
         tuner = tune.Tuner.restore(root.uri(name), trainable=trainable, resume_errored=True)
@@ -169,7 +197,8 @@ def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int) -> Any
     objs = cfg.objectives_resolved()
     sampler = make_sampler(cfg.sampler.name, seed=cfg.seed, options=cfg.sampler.options)
     searcher = AskTellSearcher(
-        cfg.space, warm_study(cfg, study, sampler), metric=[f"objective__{o.key}" for o in objs],
+        cfg.search_space(), warm_study(cfg, study, sampler),
+        metric=[f"objective__{o.key}" for o in objs],
         mode=["max" if o.direction == "maximize" else "min" for o in objs],
         mapping=cfg.hw_eval.mapping_cfg)
     sh = schedule.make(cfg)
@@ -186,7 +215,7 @@ def _run_config(cfg: StudyConfig, study_dir: Path, root: _Root, name: str,
     from ray import tune
 
     return tune.RunConfig(
-        name=name, storage_path=root.base,
+        name=name, storage_path=root.base, stop=StopOnSignal(),
         failure_config=tune.FailureConfig(max_failures=cfg.ray.max_failures),
         callbacks=[CopyToStudy(cfg, study_dir, bar.update)], verbose=0,
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1))

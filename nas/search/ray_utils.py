@@ -6,15 +6,21 @@
   Ray run's sampler knows everything found before;
 * ``copy_trial`` / ``CopyToStudy``: a finished Ray trial, its metrics and weights, written into
   the study's storage and artifact store (once: the Ray trial id is kept as a user attribute),
-  with the Ray node and host that ran it;
+  with the Ray node and host that ran it; never more than ``n_trials`` COMPLETE;
+* ``stop_on_signals`` / ``StopOnSignal``: SIGTERM and SIGINT stop the Tune run the way Tune
+  stops itself, and the trials it was running are stored FAIL with the signal as their reason;
 * ``connect``: joins a cluster, with Ray 2.60's token authentication set up or explained.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import pickle
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +36,15 @@ from optuna.distributions import (
 from optuna.trial import TrialState, create_trial
 from ray import tune
 from ray.tune.search import Searcher
+from ray.tune.stopper import Stopper
 
 from hwnas.common.errors import ConfigError
+from nas.search.optuna_driver import Interrupted
 from nas.search.schedule_ray import KEYS as SCHEDULE_KEYS
 from nas.study import store
 from nas.study.config import StudyConfig, validate_study
 from nas.study.mapping import MappingCfg, sample_candidate
-from search_spaces import get_space
+from search_spaces.base import SearchSpace
 
 _C, _O = "constraint__", "objective__"
 
@@ -50,16 +58,16 @@ class AskTellSearcher(Searcher):
     pickles with it, so a restored run samples with everything it had seen.
     """
 
-    def __init__(self, space: str, study: optuna.Study, metric: list[str], mode: list[str],
-                 mapping: MappingCfg | None = None):
+    def __init__(self, space: SearchSpace, study: optuna.Study, metric: list[str],
+                 mode: list[str], mapping: MappingCfg | None = None):
         super().__init__(metric=metric, mode=mode)
-        self.space_name, self.study = space, study
+        self.space, self.study = space, study  # the study's space: a pool samples only its archs
         self.mapping = mapping or MappingCfg()
         self._live: dict[str, optuna.Trial] = {}
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         trial = self.study.ask()
-        arch, choice = sample_candidate(trial, get_space(self.space_name), self.mapping)
+        arch, choice = sample_candidate(trial, self.space, self.mapping)
         self._live[trial_id] = trial
         return {**trial.params, "arch": arch, "mapping": choice}
 
@@ -107,12 +115,12 @@ class _Recorder:
         return self._take(name, FloatDistribution(low, high, step=step, log=log))
 
 
-def distributions(space: str, params: dict[str, Any], mapping: MappingCfg | None = None,
+def distributions(space: SearchSpace, params: dict[str, Any], mapping: MappingCfg | None = None,
                   ) -> tuple[str, dict[str, BaseDistribution]]:
     """The arch of stored ``params`` and the distributions they were drawn from (the space's
     and the searched mapping's)."""
     rec = _Recorder(params)
-    arch, _ = sample_candidate(rec, get_space(space), mapping or MappingCfg())
+    arch, _ = sample_candidate(rec, space, mapping or MappingCfg())
     return arch, rec.distributions
 
 
@@ -127,9 +135,17 @@ def warm_study(cfg: StudyConfig, study: optuna.Study,
     return warm
 
 
-def _copied(study: optuna.Study, trial_id: str) -> bool:
-    return any(t.user_attrs.get("ray_trial_id") == trial_id
-               for t in study.get_trials(deepcopy=False))
+def _copied(study: optuna.Study, trial_id: str, *, complete: bool) -> bool:
+    """Whether this outcome of Ray trial ``trial_id`` is stored: a COMPLETE copy settles it; a
+    FAIL copy settles only another failure, since ``Tuner.restore`` reruns a trial that was
+    interrupted or errored under the same id, and its result then counts."""
+    states = {t.state for t in study.get_trials(deepcopy=False)
+              if t.user_attrs.get("ray_trial_id") == trial_id}
+    return TrialState.COMPLETE in states or (not complete and bool(states))
+
+
+def _full(cfg: StudyConfig, study: optuna.Study) -> bool:
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))) >= cfg.n_trials
 
 
 def _numbers(result: dict) -> dict[str, float]:
@@ -145,23 +161,29 @@ NODE_KEYS = ("ray_node_id", "hostname")
 
 
 def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: Any,
-               *, errored: bool) -> None:
-    """Write one finished Ray trial into the Optuna study (skipped when already there)."""
-    if _copied(study, trial.trial_id):
-        return
+               *, errored: bool, reason: str | None = None) -> None:
+    """Write one finished Ray trial into the Optuna study (skipped when already there); it
+    fails with ``reason`` when given. A complete trial past ``n_trials`` (a restored run can
+    re-create one already copied) is stored PRUNED, as the Optuna driver stores its surplus."""
     result = dict(trial.last_result or {})
+    keys = [o.key for o in cfg.objectives_resolved()]
+    values = [result.get(f"{_O}{k}") for k in keys]
+    reason = reason or result.get("fail_reason") or (str(trial.error_file) if errored else None)
+    complete = not reason and all(v is not None and math.isfinite(v) for v in values)
+    if _copied(study, trial.trial_id, complete=complete):
+        return
     params = {k: v for k, v in trial.config.items()
               if k not in ("arch", "mapping", *SCHEDULE_KEYS)}
-    arch, dists = distributions(cfg.space, params, cfg.hw_eval.mapping_cfg)
+    arch, dists = distributions(cfg.search_space(), params, cfg.hw_eval.mapping_cfg)
     attrs: dict[str, Any] = {"arch": arch, "ray_trial_id": trial.trial_id, "worker": "ray",
                              **{k: trial.config[k] for k in SCHEDULE_KEYS if k in trial.config},
                              **{k: result[k] for k in NODE_KEYS if k in result}}
-    reason = result.get("fail_reason") or (str(trial.error_file) if errored else None)
-    keys = [o.key for o in cfg.objectives_resolved()]
-    values = [result.get(f"{_O}{k}") for k in keys]
-    if reason or any(v is None or not math.isfinite(v) for v in values):
-        attrs["fail_reason"] = reason or "Ray trial reported no objective values"
-        study.add_trial(create_trial(state=TrialState.FAIL, params=params, distributions=dists,
+    if not complete or _full(cfg, study):
+        state = TrialState.FAIL if not complete else TrialState.PRUNED
+        attrs["fail_reason"] = reason or (
+            f"surplus: n_trials={cfg.n_trials} were complete" if complete
+            else "Ray trial reported no objective values")
+        study.add_trial(create_trial(state=state, params=params, distributions=dists,
                                      user_attrs=attrs))
         return
     info = dict(result.get("info") or {})
@@ -180,34 +202,103 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
 
 
 class CopyToStudy(tune.Callback):
-    """Copies each finished Ray trial into the study and refreshes the progress bar.
+    """Copies each finished Ray trial into the study and refreshes the progress bar; when a
+    signal stopped the run, the trials it was running are stored FAIL with the signal's name.
 
-    Ray pickles its callbacks with the experiment state: the storage connection and the
-    progress bar are process-local, so they are dropped when pickled and reopened on use.
+    Ray pickles its callbacks with the experiment state: the storage connection, the progress
+    bar and the running trials are process-local, so they are dropped when pickled.
     """
 
     def __init__(self, cfg: StudyConfig, study_dir: Path, on_copy: Any = None):
         self.cfg_raw, self.study_dir, self._on_copy = cfg.dump(), str(study_dir), on_copy
         self._study: optuna.Study | None = None
+        self._live: dict[str, Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_study": None, "_on_copy": None}
+        return {**self.__dict__, "_study": None, "_on_copy": None, "_live": {}}
 
-    def _copy(self, trial: Any, errored: bool) -> None:
+    def _copy(self, trial: Any, errored: bool, reason: str | None = None) -> None:
+        self._live.pop(trial.trial_id, None)
         cfg = validate_study(self.cfg_raw)
         if self._study is None:
             self._study = optuna.load_study(
                 study_name=cfg.name,
                 storage=store.open_storage(cfg.storage_url(Path(self.study_dir))))
-        copy_trial(cfg, self._study, Path(self.study_dir), trial, errored=errored)
+        copy_trial(cfg, self._study, Path(self.study_dir), trial, errored=errored,
+                   reason=reason)
         if self._on_copy is not None:
             self._on_copy()
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._live[trial.trial_id] = trial
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._copy(trial, errored=False)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._copy(trial, errored=True)
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        # Tune stops running trials without a completion event: they are failed here, once.
+        if STOP.name is not None:
+            for trial in list(self._live.values()):
+                self._copy(trial, errored=False, reason=f"interrupted by {STOP.name}")
+
+
+# -- signals -----------------------------------------------------------------------------------
+class _Signalled:
+    """The first SIGTERM or SIGINT this process received during a Ray study, by name."""
+
+    name: str | None = None
+
+
+STOP = _Signalled()
+
+
+class StopOnSignal(Stopper):
+    """Ends the Tune run once a signal arrived: Tune then stops every trial, saves its
+    experiment state and returns from ``fit``, as it does on its own SIGINT. Module state, not
+    instance state: a restored run's stopper is unpickled, and signals belong to the process."""
+
+    def __call__(self, trial_id: str, result: dict) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        return STOP.name is not None
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGINT set ``STOP`` (Tune stops at its next step, through ``StopOnSignal``);
+    a second one raises ``Interrupted`` at once. Tune's own SIGINT handler must be off
+    (``TUNE_DISABLE_SIGINT_HANDLER=1``), or it would replace this one during ``fit``. Only the
+    main thread can own signal handlers: elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        if STOP.name is not None:
+            raise Interrupted(f"interrupted by {name} (a second signal): running trials may be "
+                              "unrecorded; run the same command again to continue the study")
+        STOP.name = name
+
+    STOP.name = None
+    before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old)
+        STOP.name = None
+
+
+def raise_if_signalled() -> None:
+    """``Interrupted`` (a ``KeyboardInterrupt``: the command exits non-zero) after a signal."""
+    if STOP.name is not None:
+        raise Interrupted(f"interrupted by {STOP.name}: the running trials are stored FAIL; "
+                          "run the same command again to continue the study")
 
 
 # -- joining a cluster -------------------------------------------------------------------------
