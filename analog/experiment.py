@@ -16,7 +16,7 @@ from analog.adabs import training_images
 from analog.aimc import AnalogOptions
 from analog.drift import DriftResult, evaluate
 from analog.hw import get_hw
-from analog.hwa import HwaOptions, hwa_fit
+from analog.hwa import HwaOptions, hwa_fit, hwa_target
 from analog.sweep import SweepPoint, run_sweeps
 from analog.times import parse_times
 from hwnas.common.errors import ConfigError, Problem
@@ -170,10 +170,13 @@ def _hwa_model(model: nn.Module, data, cfg: ExperimentConfig, fit_cfg):
     base.update(epochs=cfg.hwa_epochs, steps=None, device=cfg.device, seed=cfg.seed)
     base["lr"] = cfg.hwa_lr if cfg.hwa_lr is not None else (base.get("lr") or 0.1) / 10
     tuned = copy.deepcopy(model)
-    result = hwa_fit(tuned, data, cfg.hw, FitConfig(**base), options=cfg.hwa_options)
+    # trained on what the curves score: the fixed options and the layers kept digital
+    target = hwa_target(cfg.hw, options=cfg.options, digital=cfg.digital, hwa=cfg.hwa_options)
+    result = hwa_fit(tuned, data, target, FitConfig(**base))
     return tuned, {"val_acc": result.val_acc, "epochs": result.epochs, "steps": result.steps,
                    "seconds": result.seconds, "lr": base["lr"],
-                   "options": asdict(cfg.hwa_options)}
+                   "options": asdict(cfg.hwa_options), "engine": target.engine,
+                   "hw_options": dict(cfg.options), "digital": list(cfg.digital)}
 
 
 def run_experiment(model: nn.Module, data, cfg: ExperimentConfig, *, fit_cfg=None,

@@ -1,19 +1,28 @@
 """Hardware-aware (HWA) training: fine-tune a digital model so it keeps its accuracy on ``hw``.
 
-Analog models train with aihwkit-lightning (pure torch on CPU, Triton on GPU): its layers
-inject Gaussian weight noise per output channel (``ADD_NORMAL_PER_CHANNEL``), quantize inputs
-and outputs like the hardware's DAC/ADC, add output noise and clip the weights per channel
-after every step (Rasch et al. 2023). Quantized models train with PT2E QAT (fake-quant in the
-graph). Either way the trained weights are written back into the caller's digital model, so
-``analog.evaluate(model, ..., hw)`` measures the drift behaviour on aihwkit's full PCM model
-(lightning has no drift model; the weights are what HWA training changes). For presets with
-input ranges (``pcm_hwa``) the learned ranges are kept too (``analog.input_ranges``).
+HWA trains for exactly what will be scored: ``hwa_target`` takes the hardware name, the
+study's fixed options (``hw_eval.options``, applied through ``HardwareModel.rpu_config`` as the
+scorer applies them) and the layer-wise mapping (the layers kept digital), and every caller
+(studies, ``hwnas analog-eval --hwa``, finalize) trains through it. The training config is the
+scored aihwkit config plus the HWA weight noise and clipping (``HwaTarget.rpu_config``), so its
+periphery and device fields equal the scored ones.
+
+Two engines run it. Models without per-MVM read noise or IR drop train with aihwkit-lightning
+(pure torch on CPU, Triton on GPU): Gaussian weight noise per output channel, the DAC/ADC
+quantization and output noise of the scored periphery, per-channel clipping after every step
+(Rasch et al. 2023). Lightning has no read noise or IR drop, so models that have them
+(``pcm_hwa``, ``pcm_static``) train on aihwkit's own tiles with the scored forward settings
+(``forward.w_noise``/``w_noise_type``, ``forward.ir_drop``) present in every training MVM.
+Quantized models train with PT2E QAT. Either way the trained weights are written back into the
+caller's digital model, so ``analog.evaluate(model, ..., hw)`` measures drift on aihwkit's full
+PCM model; learned input ranges are kept too (``analog.input_ranges``).
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -21,8 +30,9 @@ from torch import nn
 
 from analog.channels import freeze_dead_channels
 from analog.coverage import split_layers
+from analog.fast import split_sizes
 from analog.hw import HardwareModel, get_hw
-from analog.input_ranges import store_input_ranges
+from analog.input_ranges import set_learned_input_ranges, store_input_ranges
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.train.loop import LossFn
 
@@ -50,6 +60,70 @@ class HwaOptions:
                                     self.clip_sigma, "use e.g. 3.0, or None to switch it off"))
         if problems:
             raise ConfigError(problems)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HwaTarget:
+    """What HWA trains for: the scored hardware model, its fixed options and mapping."""
+
+    hw: HardwareModel
+    options: dict[str, Any] = field(default_factory=dict)
+    """The fixed hardware options scoring applies (``hw_eval.options[hw]``, ``AnalogOptions``)."""
+    digital: tuple[str, ...] = ()
+    """Shell patterns of layers the scored model keeps digital (layer-wise mapping)."""
+    hwa: HwaOptions = field(default_factory=HwaOptions)
+
+    def scored_rpu(self) -> Any:
+        """The aihwkit config scoring converts with (a fresh object every call)."""
+        return self.hw.rpu_config(**self.options)
+
+    def rpu_config(self) -> Any:
+        """The scored config plus the HWA weight noise and clipping (training-only fields:
+        scoring never reads ``modifier`` or ``clip``)."""
+        from aihwkit.simulator.parameters.enums import WeightClipType, WeightModifierType
+
+        rpu = self.scored_rpu()
+        # relative to the tile's max |w|; with column-wise omega 1 every output channel's max
+        # is 1 on the tile, so this is the per-channel noise lightning injects
+        rpu.modifier.type = WeightModifierType.ADD_NORMAL
+        rpu.modifier.std_dev = self.hwa.weight_noise
+        rpu.modifier.rel_to_actual_wmax = True
+        if self.hwa.clip_sigma is not None:
+            rpu.clip.type = WeightClipType.LAYER_GAUSSIAN
+            rpu.clip.sigma = self.hwa.clip_sigma
+        return rpu
+
+    @property
+    def per_mvm_noise(self) -> bool:
+        """Whether the scored forward pass has read noise or IR drop (lightning has neither)."""
+        fwd = self.scored_rpu().forward
+        if fwd.is_perfect:
+            return False
+        return (fwd.w_noise > 0 and fwd.w_noise_type.name != "NONE") or fwd.ir_drop > 0
+
+    @property
+    def engine(self) -> str:
+        """``aihwkit`` (its tiles: read noise and IR drop) or ``lightning`` (faster)."""
+        return "aihwkit" if self.per_mvm_noise else "lightning"
+
+
+def hwa_target(hw: str | HardwareModel, *, options: dict[str, Any] | None = None,
+               digital: Sequence[str] = (), hwa: HwaOptions | None = None) -> HwaTarget:
+    """The HWA training target for scoring ``hw`` with ``options`` and ``digital`` layers.
+
+    Studies, ``analog-eval --hwa`` and finalize build their target here, so HWA sees the
+    scored periphery, device and mapping. Bad options fail here, as scoring would.
+    """
+    hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
+    target = HwaTarget(hw=hw_model, options=dict(options or {}),
+                       digital=tuple([digital] if isinstance(digital, str) else digital),
+                       hwa=hwa or HwaOptions())
+    if hw_model.kind == "analog":
+        target.scored_rpu()  # refuses options the model cannot apply, as scoring does
+    elif target.options:
+        raise ConfigError.one(f"{hw_model.name} HWA options", "only analog hardware models take "
+                              "options", target.options, "drop them for this hardware model")
+    return target
 
 
 def lightning_config(rpu: Any, opts: HwaOptions):
@@ -105,18 +179,47 @@ def _keep_input_ranges(trained: nn.Module, model: nn.Module) -> None:
             store_input_ranges(layers[name], ranges)
 
 
-def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions, loss_fn=None):
-    from aihwkit_lightning.nn import AnalogLayerBase
+def _keep_tile_ranges(trained: nn.Module, model: nn.Module, max_in: int) -> None:
+    """``_keep_input_ranges`` for aihwkit tiles: one range per input split (aihwkit orders a
+    layer's tiles input split first, and the tiles of one split share its inputs)."""
+    layers = dict(model.named_modules())
+    for name, module in trained.named_modules():
+        if not name or name not in layers or not hasattr(module, "analog_tiles"):
+            continue
+        tiles = list(module.analog_tiles())
+        if not tiles or tiles[0].input_range is None or not hasattr(layers[name], "weight"):
+            continue
+        rows = len(split_sizes(layers[name].weight[0].numel(), max_in))
+        per_row = max(len(tiles) // rows, 1)
+        store_input_ranges(layers[name], torch.stack(
+            [tiles[k * per_row].input_range.detach().reshape(()) for k in range(rows)]))
+
+
+def _contiguous_copy(model: nn.Module) -> nn.Module:
+    work = copy.deepcopy(model)
+    for param in work.parameters():  # the tiles view weights as 2-D: no channels_last
+        param.data = param.data.contiguous()
+    return work
+
+
+def lightning_model(model: nn.Module, target: HwaTarget) -> nn.Module:
+    """A copy of ``model`` on aihwkit-lightning layers mirroring ``target`` (the mapped and
+    unmappable layers digital)."""
     from aihwkit_lightning.nn.conversion import convert_to_analog
+
+    _, digital = split_layers(model, target.digital)
+    return convert_to_analog(_contiguous_copy(model),
+                             lightning_config(target.rpu_config(), target.hwa),
+                             exclude_modules=digital, ensure_analog_root=False, inplace=True)
+
+
+def _fit_lightning(model, data, target: HwaTarget, cfg, loss_fn=None):
+    from aihwkit_lightning.nn import AnalogLayerBase
 
     from hwnas.train.loop import FitConfig, fit
 
-    _, digital = split_layers(model)
-    work = copy.deepcopy(model)
-    for param in work.parameters():  # lightning views weights as 2-D: no channels_last
-        param.data = param.data.contiguous()
-    analog = convert_to_analog(work, lightning_config(hw.rpu_config(), opts),
-                               exclude_modules=digital, ensure_analog_root=False, inplace=True)
+    opts = target.hwa
+    analog = lightning_model(model, target)
     layers = [m for m in analog.modules() if isinstance(m, AnalogLayerBase)]
 
     @torch.no_grad()
@@ -130,8 +233,56 @@ def _fit_analog(model, data, hw: HardwareModel, cfg, opts: HwaOptions, loss_fn=N
     result = fit(analog, data, cfg, loss_fn=loss_fn,
                  step_hook=clip if opts.clip_sigma is not None else None)
     _copy_back(analog, model)
-    if hw.rpu_config().pre_post.input_range.enable:
+    if target.scored_rpu().pre_post.input_range.enable:
         _keep_input_ranges(analog, model)
+    return result
+
+
+def tile_model(model: nn.Module, target: HwaTarget) -> nn.Module:
+    """A copy of ``model`` on aihwkit tiles with ``target``'s training config (the mapped and
+    unmappable layers digital), learned input ranges carried over."""
+    from aihwkit.nn.conversion import convert_to_analog
+
+    _, digital = split_layers(model, target.digital)
+    analog = convert_to_analog(_contiguous_copy(model), target.rpu_config(),
+                               exclude_modules=digital, inplace=True)
+    set_learned_input_ranges(model, analog)
+    return analog
+
+
+def _analog_optimizer(analog: nn.Module, cfg) -> torch.optim.Optimizer:
+    """aihwkit's optimizer (its step applies the tiles' clipping and remapping); decay stays
+    off: aihwkit's tiles would decay the tile weights without the digital weight scales."""
+    from aihwkit.optim import AnalogAdam, AnalogSGD
+
+    if cfg.optimizer == "adamw":
+        opt = AnalogAdam(analog.parameters(), lr=cfg.lr, betas=(cfg.momentum, 0.999))
+    else:
+        opt = AnalogSGD(analog.parameters(), lr=cfg.lr, momentum=cfg.momentum,
+                        nesterov=cfg.momentum > 0)
+    opt.regroup_param_groups(analog)
+    return opt
+
+
+def _fit_tiles(model, data, target: HwaTarget, cfg, loss_fn=None):
+    """Train on aihwkit's tiles: the scored read noise and IR drop act in every forward MVM."""
+    from aihwkit.nn.conversion import convert_to_digital
+
+    from hwnas.train.loop import FitConfig, fit
+
+    cfg = replace(cfg or FitConfig(), channels_last=False)
+    analog = tile_model(model, target)
+    result = fit(analog, data, cfg, loss_fn=loss_fn, optimizer=_analog_optimizer(analog, cfg))
+    rpu = target.scored_rpu()
+    _copy_back(convert_to_digital(copy.deepcopy(analog).cpu()), model)
+    if rpu.pre_post.input_range.enable:
+        _keep_tile_ranges(analog, model, rpu.mapping.max_input_size)
+    return result
+
+
+def _fit_analog(model, data, target: HwaTarget, cfg, loss_fn=None):
+    engine = _fit_tiles if target.engine == "aihwkit" else _fit_lightning
+    result = engine(model, data, target, cfg, loss_fn)
     # Training noise is relative to each channel's max, so a channel that weight decay drove
     # to exactly zero trained noise-free but would read full-scale noise on the hardware.
     freeze_dead_channels(model)
@@ -148,23 +299,30 @@ def _fit_qat(model, data, hw: HardwareModel, cfg, loss_fn=None):
     return result
 
 
-def hwa_fit(model: nn.Module, data, hw: str | HardwareModel, cfg=None, *,
+def hwa_fit(model: nn.Module, data, hw: str | HardwareModel | HwaTarget, cfg=None, *,
             options: HwaOptions | None = None, loss_fn: LossFn | None = None):
     """Fine-tune ``model`` in place for hardware ``hw``; returns ``hwnas.train.loop.FitResult``.
 
-    Analog ``hw``: noise-injection training with aihwkit-lightning (see ``HwaOptions``).
-    Quantized ``hw`` (fqN, wXaY, int8): quantization-aware training through PT2E.
-    ``digital``: plain training. ``cfg`` is a ``hwnas.train.loop.FitConfig`` (e.g. 1-2 epochs at a
-    tenth of the digital learning rate for fine-tuning). ``loss_fn(logits, targets, inputs)``
-    replaces cross-entropy, e.g. a ``hwnas.compress.distill.Distiller``: the student learns the
-    noise-free teacher's outputs while training under the hardware's noise.
+    ``hw``: a ``hwa_target`` (the scored options and mapping), or a hardware name or model
+    (its preset defaults, every mappable layer analog). Analog: noise-injection training (see
+    the module docstring and ``HwaOptions``). Quantized (fqN, wXaY, int8): quantization-aware
+    training through PT2E. ``digital``: plain training. ``cfg`` is a
+    ``hwnas.train.loop.FitConfig`` (e.g. 1-2 epochs at a tenth of the digital learning rate for
+    fine-tuning). ``loss_fn(logits, targets, inputs)`` replaces cross-entropy, e.g. a
+    ``hwnas.compress.distill.Distiller``: the student learns the noise-free teacher's outputs
+    while training under the hardware's noise.
     """
     from hwnas.train.loop import fit
 
-    hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
-    opts = options or HwaOptions()
-    if hw_model.kind == "analog":
-        return _fit_analog(model, data, hw_model, cfg, opts, loss_fn)
-    if hw_model.kind == "quant":
-        return _fit_qat(model, data, hw_model, cfg, loss_fn)
+    if isinstance(hw, HwaTarget):
+        if options is not None and options != hw.hwa:
+            raise ConfigError.one("hwa_fit options", "must not disagree with the target's",
+                                  options, "set them once, in hwa_target(..., hwa=...)")
+        target = hw
+    else:
+        target = hwa_target(hw, hwa=options)
+    if target.hw.kind == "analog":
+        return _fit_analog(model, data, target, cfg, loss_fn)
+    if target.hw.kind == "quant":
+        return _fit_qat(model, data, target.hw, cfg, loss_fn)
     return fit(model, data, cfg, loss_fn=loss_fn)

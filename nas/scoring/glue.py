@@ -9,10 +9,12 @@ from __future__ import annotations
 import copy
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import analog
 import hw_cost
+from analog import hwa as analog_hwa
 from analog.adabs import training_images
 from hw_cost.analog_cost import analog_cost, flat_analog
 from hwnas.common.seeds import stream_seed
@@ -95,6 +97,13 @@ def fit_config(cfg: StudyConfig, **changes: Any) -> FitConfig:
     return FitConfig(**{**fields, "seed": cfg.seed, **changes})
 
 
+def hwa_target(cfg: StudyConfig, hw: str, digital: Sequence[str] = ()) -> analog_hwa.HwaTarget:
+    """What HWA trains for before ``hw`` is scored: the study's ``hw_eval.options`` for ``hw``
+    (the overrides scoring applies) and the candidate's layers kept digital. Studies and
+    finalize both train through it, so HWA and scoring see one periphery, device and mapping."""
+    return analog_hwa.hwa_target(hw, options=cfg.hw_eval.options.get(hw), digital=digital)
+
+
 def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],  # noqa: ANN001
                 x, y, digital: list[str] | None = None,  # noqa: ANN001
                 precision: Any = None) -> dict[str, float]:
@@ -113,8 +122,8 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
     out: dict[str, float] = {}
     if is_analog and he.hwa_epochs > 0:
         t0 = time.perf_counter()
-        analog.hwa_fit(scored, data, hw, fit_config(cfg, epochs=he.hwa_epochs,
-                                                    seed=stream_seed(cfg.seed, "hwa")))
+        analog.hwa_fit(scored, data, hwa_target(cfg, hw, digital or []),
+                       fit_config(cfg, epochs=he.hwa_epochs, seed=stream_seed(cfg.seed, "hwa")))
         out[f"{hw}_hwa_s"] = round(time.perf_counter() - t0, 3)
     seconds = [analog.parse_time(t) if t else 0.0 for t in times]
     adabs = he.adabs if is_analog else 0
