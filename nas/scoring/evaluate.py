@@ -33,12 +33,13 @@ from hwnas.train.data import DataSplits, load_data
 from hwnas.train.fit_config import FitConfig
 from hwnas.train.loop import evaluate, fit
 from nas.scoring import glue
+from nas.scoring.continuation import RungStore, fit_rung
 from nas.scoring.supernet import inherited_model
 from nas.study.checks import resolve_path
 from nas.study.config import StudyConfig
 from nas.study.mapping import describe, digital_patterns, fixed_choice
 from nas.study.objectives import Budget, Objective
-from nas.study.schedule import rung_precision
+from nas.study.schedule import rung_budgets, rung_precision
 from nas.study.table import TabularEvaluator
 from search_spaces import SearchSpace
 
@@ -70,6 +71,10 @@ class Evaluator:
         self.table = (TabularEvaluator(resolve_path(cfg.tabular.path), key=cfg.tabular.key,
                                        columns=cfg.tabular.columns) if cfg.tabular else None)
         self._space: SearchSpace | None = None
+        self.rungs: RungStore | None = None
+        """Where rung states are saved and continued from (successive halving on epochs; the
+        driver sets it to ``runs/<study>/rungs``). None: a promotion retrains from step 0, to
+        the same weights (``nas.scoring.continuation``)."""
 
     # -- shared state -----------------------------------------------------------------------
     @property
@@ -191,6 +196,10 @@ class Evaluator:
                     result = fit(model, data, glue.fit_config(self.cfg, steps=steps))
                     metrics.update(train_loss=result.train_loss, train_seconds=result.seconds)
                     info["finetune_steps"] = steps
+            elif continues(self.cfg, budget):
+                assert budget is not None
+                model = self.build(arch)
+                self._fit_rung(arch, model, data, fit_cfg, budget, metrics, info)
             else:
                 model = self.build(arch)
                 result = fit(model, data, fit_cfg)
@@ -211,6 +220,23 @@ class Evaluator:
                                                     digital=digital, precision=precision))
         return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
+    def _fit_rung(self, arch: str, model: nn.Module, data: DataSplits, fit_cfg: FitConfig,
+                  budget: float, metrics: dict[str, float], info: dict[str, Any]) -> None:
+        """Train to the rung of ``budget``, continuing from the rung below when its state is
+        saved; the state at this rung's end is saved unless it is the top rung."""
+        budgets, seed = rung_budgets(self.cfg.schedule), self.cfg.seed
+        rung = budgets.index(budget)
+        below = self.rungs.load(arch, seed, rung - 1) if self.rungs and rung > 0 else None
+        result, state = fit_rung(model, data, fit_cfg, epochs=budget, top_epochs=budgets[-1],
+                                 state=below)
+        if self.rungs is not None and rung < len(budgets) - 1:
+            self.rungs.save(arch, seed, rung, state)
+        metrics.update(train_loss=result.train_loss, train_seconds=result.seconds,
+                       train_images_per_s=result.images_per_s,
+                       train_loss_sum=sum(h["train_loss"] for h in result.history))
+        info.update(train_epochs=result.epochs, train_steps=result.steps,
+                    resumed_from_step=result.resumed_from)
+
     def build(self, arch: str) -> nn.Module:
         """The candidate, initialised from the trial seed's ``init`` stream: the global RNG is
         forked, so a cost-cache miss or an earlier trial cannot change the weights."""
@@ -225,6 +251,12 @@ class Evaluator:
         return self.data.x_val[:limit], self.data.y_val[:limit]
 
 
+def continues(cfg: StudyConfig, budget: float | None) -> bool:
+    """Whether a rung of ``budget`` trains on the top rung's schedule and continues the rung
+    below (``nas.scoring.continuation``): proxy training with an epochs budget. A budget of
+    training images trains another data set at each rung, so it starts afresh."""
+    return (budget is not None and cfg.evaluator == "train" and cfg.schedule.type != "none"
+            and cfg.schedule.resource == "epochs")
 
 
 def budgeted(cfg: StudyConfig, data: DataSplits, budget: float | None

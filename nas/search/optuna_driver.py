@@ -33,6 +33,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nas.algorithms.samplers import make_sampler
+from nas.scoring.continuation import RungStore
 from nas.scoring.evaluate import Evaluator, Outcome
 from nas.search import schedule
 from nas.search.budget_filter import attach_sampler
@@ -145,6 +146,7 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
     sh = schedule.make(cfg)
     if sh is not None:  # rung per trial; promotions queued in the storage after every trial
         objective, callbacks = sh.wrap(objective), [sh, stop]
+        evaluator.rungs = RungStore(study_dir / "rungs")  # a promotion continues its rung
         sh.promote(study)  # a resumed study queues what was due when it stopped
     study.optimize(objective, timeout=cfg.timeout, catch=(Exception,), callbacks=callbacks,
                    gc_after_trial=False)

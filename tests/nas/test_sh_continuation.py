@@ -1,0 +1,141 @@
+"""Successive halving done right: a promoted candidate continues from its rung (same weights as
+training straight to the larger budget, only the extra steps paid), the sampler sees each arch at
+its highest rung, and the front holds top-rung results only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from hwnas.common.threads import torch_threads
+from hwnas.train.data import load_data
+from hwnas.train.fit_config import FitConfig
+from hwnas.train.loop import TrainRun
+from nas.scoring.continuation import RungStore, fit_rung, rung_steps
+from search_spaces import get_space
+
+ARCH = "rn:s16-d1r1c16"
+# rungs of 0.5, 1.5 and 4.5 epochs (eta 3): rung 0 ends mid-epoch, so the continued run must
+# replay the rest of that epoch's batch order and augmentation draws
+RUNGS = [0.5, 1.5, 4.5]
+
+
+@pytest.fixture(scope="module")
+def digits():  # noqa: ANN201 - DataSplits
+    return load_data("digits", train_limit=640)
+
+
+def _model(data):  # noqa: ANN001, ANN202
+    torch.manual_seed(0)
+    return get_space("resnet").build(ARCH, in_chans=data.in_chans, num_classes=data.num_classes,
+                                     img_size=data.img_size)
+
+
+def _cfg(**changes) -> FitConfig:  # noqa: ANN003
+    return FitConfig(**{"batch_size": 64, "lr": 0.05, "warmup_epochs": 0.2, "seed": 3,
+                        "augment": True, "label_smoothing": 0.1, **changes})
+
+
+def _rung(data, rung: int, state=None, cfg: FitConfig | None = None):  # noqa: ANN001, ANN202
+    model = _model(data)
+    with torch_threads(1):
+        result, end = fit_rung(model, data, cfg or _cfg(), epochs=RUNGS[rung],
+                               top_epochs=RUNGS[-1], state=state)
+    return model, result, end
+
+
+def _assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        assert torch.equal(sa[k], sb[k]), f"{k} differs"
+
+
+@pytest.mark.parametrize("upto", [1, 2])
+def test_continued_rungs_match_straight_training(digits, tmp_path: Path,  # noqa: ANN001
+                                                 upto: int) -> None:
+    store = RungStore(tmp_path)
+    _, _, end = _rung(digits, 0)
+    for rung in range(1, upto + 1):  # through the file, as a promoted trial reads it
+        store.save(ARCH, 3, rung - 1, end)
+        continued, result, end = _rung(digits, rung, store.load(ARCH, 3, rung - 1))
+    straight, full, _ = _rung(digits, upto)
+    _assert_same_weights(continued, straight)
+    assert result.steps == full.steps and result.history == full.history  # one run, one story
+
+
+def test_a_continued_rung_trains_only_its_extra_steps(digits,  # noqa: ANN001
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _, first, end = _rung(digits, 0)
+    calls: list[int] = []
+    real = TrainRun.step
+    monkeypatch.setattr(TrainRun, "step", lambda self, *a, **k: calls.append(1) or real(
+        self, *a, **k))
+    _, second, _ = _rung(digits, 1, end)
+    per_epoch = len(digits.y_train) // 64  # full batches only
+    assert per_epoch == 10 and first.steps == rung_steps(0.5, per_epoch) == 5
+    assert len(calls) == second.steps_trained == rung_steps(1.5, per_epoch) - first.steps == 10
+    assert second.resumed_from == first.steps
+
+
+def test_the_schedule_spans_the_top_rung(digits) -> None:  # noqa: ANN001
+    """Rung 0 stops mid-schedule: its last learning rate is the one a straight run to the top
+    has at that step, not an annealed 0."""
+    _, low, _ = _rung(digits, 0)
+    _, mid, _ = _rung(digits, 1)
+    _, top, _ = _rung(digits, 2)
+    assert low.history[-1]["lr"] > 0.02 and mid.history[-1]["lr"] > 0.02  # not annealed
+    assert mid.history[0] == top.history[0]  # epoch 1: the same step, lr and loss
+    assert top.history[-1]["lr"] < 1e-6  # the cosine reaches 0 at the top rung only
+
+
+def test_a_state_of_another_recipe_is_not_continued(digits) -> None:  # noqa: ANN001
+    _, _, end = _rung(digits, 0, cfg=_cfg(lr=0.2))
+    continued, result, _ = _rung(digits, 1, end)
+    straight, _, _ = _rung(digits, 1)
+    assert result.resumed_from == 0  # trained from step 0, to the right weights
+    _assert_same_weights(continued, straight)
+
+
+def test_rung_store_keys_by_arch_seed_and_rung(tmp_path: Path) -> None:
+    store = RungStore(tmp_path)
+    store.save(ARCH, 0, 1, {"step": 4})
+    assert store.load(ARCH, 0, 1)["step"] == 4
+    assert store.load(ARCH, 1, 1) is None and store.load(ARCH, 0, 0) is None
+    assert store.load("rn:s16-d1r1c24", 0, 1) is None
+    assert len({store.path(ARCH, 0, 1), store.path(ARCH, 1, 1), store.path(ARCH, 0, 0)}) == 3
+
+
+# -- the evaluator: a promotion continues its parent's rung ------------------------------------
+def _epochs_cfg(**changes):  # noqa: ANN003, ANN202
+    from study_files import live_raw
+
+    from nas.study.config import validate_study
+
+    return validate_study(live_raw(
+        "sh_epochs", train={"epochs": 1, "batch_size": 64, "lr": 0.05},
+        schedule={"type": "sh", "eta": 3, "min_budget": 0.5, "max_budget": 4.5,
+                  "resource": "epochs"}, **changes))
+
+
+def test_the_evaluator_continues_a_promotion_from_its_rung(tmp_path: Path) -> None:
+    from nas.scoring.evaluate import Evaluator
+
+    with_store = Evaluator(_epochs_cfg())
+    with_store.rungs = RungStore(tmp_path / "rungs")
+    low = with_store.evaluate(ARCH, budget=0.5)
+    up = with_store.evaluate(ARCH, budget=1.5)
+    fresh = Evaluator(_epochs_cfg()).evaluate(ARCH, budget=1.5)  # no store: from step 0
+    assert low.info["train_steps"] == up.info["resumed_from_step"] > 0
+    assert fresh.info["resumed_from_step"] == 0 and fresh.info["train_steps"] == \
+        up.info["train_steps"]
+    for k, v in fresh.state_dict.items():
+        assert torch.equal(v, up.state_dict[k]), k
+    assert up.metrics["acc_digital"] == fresh.metrics["acc_digital"]
+    assert up.metrics["train_loss_sum"] == fresh.metrics["train_loss_sum"]
+    assert sorted(p.name[-9:] for p in (tmp_path / "rungs").iterdir()) == ["-s0-r0.pt",
+                                                                             "-s0-r1.pt"]
+    with_store.evaluate(ARCH, budget=4.5)  # the top rung: nothing to continue later
+    assert len(list((tmp_path / "rungs").iterdir())) == 2
