@@ -15,7 +15,15 @@ For each of the top-K exported Pareto models (``runs/<study>/pareto/*/model.pt``
    (``hw_cost.compare``), so both figures share the host's load; unsteady figures are flagged;
 6. **export** like ``hwnas export`` into ``runs/<study>/final/<arch>/`` with a before/after table
    (units, spreads, warnings, and where an accuracy change comes from) in the model card; every
-   model's figures also go to ``runs/<study>/final/summary.json`` for the study report.
+   model's figures also go to ``runs/<study>/final/summary.json`` for the study report, with
+   what ran (``ran``: processes, pruned ratio, epochs, batch-norm and AdaBS images, programmings).
+
+Between 4 and 5, after pruning or any training shorter than an epoch, the batch norms'
+statistics are **re-estimated** on training images (``reestimate_bn``): the trained running
+statistics describe the unpruned model, or lag weights that moved within fewer steps than
+their momentum averages over, and the digital score would read them as they are (the analog
+score re-estimates its own through AdaBS). The accuracy table labels its spreads as the
+Pareto tables do: ``± SE`` with the programmings or images behind it.
 
 The default teacher is the most accurate exported model on the validation images the
 "before" figures use, measured now (the unpruned student is among the candidates), so it is
@@ -38,6 +46,9 @@ from torch import nn
 
 import analog
 import hw_cost
+from analog import defaults
+from analog.adabs import recalibrate, training_images
+from analog.precision import sampling_se
 from hw_cost.compare import compare_latency
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.provenance import provenance
@@ -60,6 +71,8 @@ TABLE = (("params", "parameters", "count"), ("macs", "MACs per image", "count"),
          ("latency_ms", "latency (median)", "ms"),
          ("acc_digital", "accuracy, digital (val)", "fraction"),
          ("test_acc_digital", "accuracy, digital (test)", "fraction"))
+# Suffixes of an accuracy key that are statistics of it, not metrics of their own.
+ESTIMATE = ("_std", "_se", "_median", "_repeats", "_images")
 
 
 @dataclass(kw_only=True)
@@ -87,6 +100,10 @@ class FinalizeConfig:
     workers: int = 2
     train_limit: int | None = None
     """Train images used (default: the whole train split, not the study's proxy budget)."""
+    bn_images: int | None = None
+    """Training images that re-estimate the batch norms after pruning or training shorter than
+    an epoch; default: as many as AdaBS uses for the analog score (``hw_eval.adabs``, else
+    ``analog.defaults.ADABS_IMAGES``); 0: keep the trained statistics."""
     onnx: bool = True
 
     def validate(self) -> FinalizeConfig:
@@ -101,6 +118,8 @@ class FinalizeConfig:
                 ("epochs", self.epochs > 0, "must be > 0", "e.g. --epochs 5"),
                 ("nproc", self.nproc >= 1, "must be >= 1", "e.g. --nproc 2"),
                 ("workers", self.workers >= 1, "must be >= 1", "e.g. --workers 2"),
+                ("bn_images", self.bn_images is None or self.bn_images >= 0, "must be >= 0",
+                 "e.g. --bn-images 256, or 0 to keep the trained statistics"),
                 ("backend", self.backend in BACKENDS, f"must be one of {list(BACKENDS)}",
                  "use torchrun (this machine) or ray (a Ray cluster)")):
             if not ok:
@@ -179,9 +198,12 @@ def measure(model: nn.Module, data: Any, cfg: Any, *, hwa: bool = True) -> dict[
     out = {"params": float(static["params"]), "macs": float(static["macs"]),
            "model_bytes": float(static["model_bytes"])}
     x, y = val_split(data, cfg)
-    device = cfg.train.device
-    out["acc_digital"] = evaluate(model, x, y, device=device)["acc"]
-    out["test_acc_digital"] = evaluate(model, data.x_test, data.y_test, device=device)["acc"]
+    splits = {"acc_digital": (x, y), "test_acc_digital": (data.x_test, data.y_test)}
+    for key, (xs, ys) in splits.items():
+        acc = evaluate(model, xs, ys, device=cfg.train.device)["acc"]
+        # as a study scores it: the binomial SE of the image sample, and its size
+        out.update({key: acc, f"{key}_se": sampling_se(acc, len(ys)),
+                    f"{key}_images": float(len(ys))})
     scored_cfg = cfg if hwa else cfg.model_copy(
         update={"hw_eval": cfg.hw_eval.model_copy(update={"hwa": "off"})})
     for hw, times in Evaluator(cfg).hw_times().items():
@@ -256,7 +278,7 @@ def _prune(model: nn.Module, data: Any, cfg: Any, fc: FinalizeConfig,
            work: Path, meta: dict[str, Any]) -> dict[str, Any]:
     """Prune once; a rerun with the same options reuses the pruned student, so an interrupted
     training resumes from its checkpoint (other options start the model over)."""
-    options = {k: v for k, v in asdict(fc).items() if k not in ("top", "onnx")}
+    options = {k: v for k, v in asdict(fc).items() if k not in ("top", "onnx", "bn_images")}
     done = work / "options.json"
     if done.is_file() and json.loads(done.read_text()) == json.loads(json.dumps(options)):
         return json.loads((work / "prune.json").read_text())
@@ -317,24 +339,94 @@ def _hwa(student: nn.Module, teacher: nn.Module | None, data: Any, cfg: Any,
     if teacher is not None:  # the student learns the noise-free teacher under the hw's noise
         dcfg = DistillConfig(mode=fc.distill_mode, alpha=fc.alpha, temperature=fc.temperature)
         loss = Distiller(teacher.to(cfg.train.device), dcfg)
-    res = analog.hwa_fit(student, data, hw, fit, loss_fn=loss)
+    res = analog.hwa_fit(student, data, glue.hwa_target(cfg, hw), fit, loss_fn=loss)
     return {"hw": hw, "epochs": res.epochs, "val_acc": res.val_acc, "distilled": bool(teacher)}
 
 
+def bn_images(cfg: StudyConfig, fc: FinalizeConfig) -> int:
+    """Images that re-estimate the batch norms: ``fc.bn_images``, else the study's AdaBS count
+    (the analog score's re-estimation), else the scoring default when the study turned it off."""
+    if fc.bn_images is not None:
+        return fc.bn_images
+    return cfg.hw_eval.adabs or defaults.ADABS_IMAGES
+
+
+def stale_bn(pruned: dict[str, Any], trained: dict[str, Any], hwa: dict[str, Any] | None
+             ) -> list[str]:
+    """Why the trained batch-norm statistics may not fit the final weights (empty: they do).
+    Pruning changes every layer's inputs; under one epoch the running averages (momentum 0.1)
+    still carry statistics of weights that have since moved."""
+    why = []
+    if pruned.get("target"):
+        why.append(f"pruned ({pruned['target']})")
+    if float(trained.get("epochs", 1.0)) < 1:
+        why.append(f"retrained {float(trained['epochs']):.2g} epoch (< 1)")
+    if hwa is not None and float(hwa.get("epochs") or 0.0) < 1:
+        why.append(f"HWA fine-tuned {float(hwa['epochs']):.2g} epoch (< 1)")
+    return why
+
+
+def reestimate_bn(model: nn.Module, data: Any, cfg: StudyConfig, images: int) -> int:
+    """Re-estimate every batch norm's running statistics on ``images`` training images, drawn
+    as AdaBS draws them (the study seed's ``adabs`` stream); the model is left in eval mode.
+    Returns the number of batch norms re-estimated (0 without images or batch norms)."""
+    x = training_images(data.x_train, min(images, len(data.x_train)), cfg.seed)
+    if x is None:
+        return 0
+    return recalibrate(model.eval(), x, device=cfg.train.device)
+
+
+def _bn_step(student: nn.Module, data: Any, cfg: StudyConfig, fc: FinalizeConfig,
+             why: list[str]) -> dict[str, Any] | None:
+    if not why:
+        return None
+    n = min(bn_images(cfg, fc), len(data.x_train))
+    layers = reestimate_bn(student, data, cfg, n) if n else 0
+    return {"images": n if layers else 0, "layers": layers, "why": why}
+
+
+def bn_note(bn: dict[str, Any] | None) -> str:
+    """What the table's "after" batch norms hold, in one line."""
+    if bn is None:
+        return "batch norms: the trained statistics (no pruning, at least one epoch of training)"
+    if not bn["layers"]:
+        return (f"batch norms NOT re-estimated ({', '.join(bn['why'])}): no batch norm or "
+                "--bn-images 0; the digital score reads the trained statistics")
+    return (f"batch norms re-estimated on {bn['images']} training images before every \"after\" "
+            f"figure ({', '.join(bn['why'])}), as AdaBS does for the analog score")
+
+
 def before_after(before: dict[str, float], after: dict[str, float]) -> list[dict[str, Any]]:
-    keys = [k for k, _, _ in TABLE] + sorted(k for k in after if k.startswith("acc_")
-                                             and k != "acc_digital" and not k.endswith("_std"))
-    labels = {k: (label, unit) for k, label, unit in TABLE}
+    """The before/after rows: costs, every accuracy with its SE, and the images each rests on."""
+    accs = ["acc_digital", "test_acc_digital"] + sorted(
+        k for k in after if k.startswith("acc_") and k != "acc_digital"
+        and not k.endswith(ESTIMATE))
+    specs = [*TABLE[:3], *(_accuracy_spec(k) for k in accs)]
+    specs += [(f"{k}_images", f"images scored, {_accuracy_spec(k)[1][10:]}", "count")
+              for k in accs]
     rows = []
-    for k in keys:
+    for k, label, unit in specs:
         if k in before and k in after:
-            label, unit = labels.get(k, (k, ""))
-            rows.append({"key": k, "label": label, "unit": unit or "fraction", "before": before[k],
-                         "after": after[k], "std_before": before.get(f"{k}_std"),
-                         "std_after": after.get(f"{k}_std"),
-                         "ratio": after[k] / before[k] if before[k] else None,
+            rows.append({"key": k, "label": label, "unit": unit, "before": before[k],
+                         "after": after[k], "ratio": after[k] / before[k] if before[k] else None,
+                         **_estimate(k, before, "before"), **_estimate(k, after, "after"),
                          **_spread(k, before, after)})
     return rows
+
+
+def _accuracy_spec(key: str) -> tuple[str, str, str]:
+    """``acc_pcm@1d`` -> its row: ``accuracy, pcm@1d (val)``, a fraction."""
+    known = {k: (k, label, unit) for k, label, unit in TABLE}
+    return known.get(key, (key, f"accuracy, {key.removeprefix('acc_')} (val)", "fraction"))
+
+
+def _estimate(key: str, figures: dict[str, float], side: str) -> dict[str, Any]:
+    """An accuracy's SE, the std over programmings, and what the SE rests on (programmings for
+    analog hardware, images always), as the study stores them (``<key>_se`` ...)."""
+    if f"{key}_se" not in figures:
+        return {}
+    return {f"{name}_{side}": figures.get(f"{key}_{suffix}") for name, suffix in (
+        ("se", "se"), ("std", "std"), ("n", "repeats"), ("images", "images"))}
 
 
 def _spread(key: str, before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
@@ -348,11 +440,15 @@ def _spread(key: str, before: dict[str, float], after: dict[str, float]) -> dict
 
 
 def cell(r: dict[str, Any], side: str) -> str:
-    """A figure with its spread: ``± std`` over repeats, or ``[p10-p90]`` of timed calls."""
-    v, std = r[side], r.get(f"std_{side}")
-    text = f"{v:.4g}" if isinstance(v, float) else str(v)
-    if isinstance(std, float):
-        return f"{text} ± {std:.2g}"
+    """A figure with its spread named: ``± SE`` with what it rests on (programmings for analog
+    accuracies, images for digital ones), ``[p10-p90]`` of timed calls; counts as integers."""
+    v, se = r[side], r.get(f"se_{side}")
+    text = (f"{v:,.0f}" if r.get("unit") == "count" else f"{v:.4g}") if isinstance(
+        v, float) else str(v)
+    if isinstance(se, float):
+        n, images = r.get(f"n_{side}"), r.get(f"images_{side}")
+        rests = f"{n:.0f} programmings" if n else f"{images:.0f} images"
+        return f"{text} ± {se:.2g} (SE, {rests})"
     lo, hi = r.get(f"p10_{side}"), r.get(f"p90_{side}")
     return f"{text} [{lo:.4g}-{hi:.4g}]" if lo is not None and hi is not None else text
 
@@ -364,14 +460,20 @@ def ratio_cell(r: dict[str, Any]) -> str:
     return f"x{r['ratio']:.3f}" + (f" [{lo:.3f}-{hi:.3f}]" if lo is not None else "")
 
 
+LEGEND = ("Latency: before and after timed interleaved in one run; [p10-p90] of the calls, the "
+          "ratio's [p10-p90] over the interleaved rounds. Accuracy: mean ± SE, the standard error "
+          "as the Pareto tables give it: over the programmings for analog hardware (image "
+          "sampling included), binomial over the images for digital; the std over programmings "
+          "is in summary.json. Counts are counts.")
+
+
 def table_markdown(rows: list[dict[str, Any]], notes: list[str] = ()) -> str:
     lines = ["## Before / after finalize", "", "| metric | unit | before | after | after/before |",
              "|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['label']} | {r['unit']} | {cell(r, 'before')} | {cell(r, 'after')} | "
                      f"{ratio_cell(r)} |")
-    lines += ["", "Latency: before and after timed interleaved in one run; [p10-p90] of the calls, "
-              "the ratio's [p10-p90] over the interleaved rounds. Accuracy: ± std over repeats."]
+    lines += ["", LEGEND]
     lines += [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
@@ -393,6 +495,10 @@ def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc:
     trained = _train(work, teacher, cfg, fc)
     student.load_state_dict(torch.load(work / "train" / "final.pt", weights_only=True))
     hwa = _hwa(student, teacher, data, cfg, fc)
+    bn = _bn_step(student, data, cfg, fc, stale_bn(pruned, trained, hwa))
+    if bn is not None:
+        log(f"[{name}] batch norms re-estimated on {bn['images']} training images "
+            f"({bn['layers']} layers) before scoring: {', '.join(bn['why'])}")
     after = measure(student.eval(), data, cfg, hwa=hwa is None)
     log(f"[{name}] timing before and after side by side")
     timing = side_by_side(model, student, data, cfg)
@@ -404,14 +510,15 @@ def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc:
         warnings.append(f"the teacher ({teacher_acc:.3f}) is less accurate than the unpruned "
                         f"student ({before['acc_digital']:.3f}) on the validation images")
     notes = [accuracy_source(before, after, cfg, fc, data,
-                             fc.teacher if teacher is not None else None)]
+                             fc.teacher if teacher is not None else None), bn_note(bn)]
     rows = before_after(before, after)
     summary = {"arch": meta["arch"], "space": meta["space"], "folder": name, "source": str(path),
                "before": before, "after": after, "table": rows, "prune": pruned,
                "train": {k: v for k, v in trained.items() if k != "ray_checkpoint"},
-               "hwa": hwa, "teacher": fc.teacher if teacher is not None else None,
+               "hwa": hwa, "bn": bn, "teacher": fc.teacher if teacher is not None else None,
                "teacher_acc_digital": teacher_acc if teacher is not None else None,
-               "latency": timing, "warnings": warnings, "notes": notes}
+               "latency": timing, "warnings": warnings, "notes": notes,
+               "ran": what_ran(fc, pruned, trained, hwa, bn, after)}
     for w in warnings:
         log(f"[{name}] WARNING: {w}")
     card = {k: v for k, v in read_card(path.parent).items()
@@ -426,6 +533,31 @@ def finalize_one(path: Path, teacher: nn.Module | None, data: Any, cfg: Any, fc:
         fh.write("\n" + table_markdown(rows, [*(f"WARNING: {w}" for w in warnings), *notes]))
     log(f"[{name}] exported to {out}")
     return summary
+
+
+def asked(fc: FinalizeConfig) -> dict[str, Any]:
+    """The options as given, less those the chosen launch ignores (``workers`` is Ray's,
+    ``nproc`` torchrun's): a record must not show a worker count that never ran."""
+    unused = "nproc" if fc.backend == "ray" else "workers"
+    return {k: v for k, v in asdict(fc).items() if k != unused}
+
+
+def what_ran(fc: FinalizeConfig, pruned: dict[str, Any], trained: dict[str, Any],
+             hwa: dict[str, Any] | None, bn: dict[str, Any] | None,
+             after: dict[str, float]) -> dict[str, Any]:
+    """What one model's finalize actually did, read from the results rather than the flags:
+    training processes, pruned ratio, epochs trained, images behind the batch norms (the
+    re-estimation and AdaBS) and programmings behind each analog accuracy."""
+    reached = pruned.get("after") or {}
+    return {"backend": fc.backend, "processes": trained.get("world"),
+            "prune_target": pruned.get("target"), "prune_ratio": reached.get("ratio"),
+            "epochs": trained.get("epochs"), "steps": trained.get("steps"),
+            "hwa_epochs": hwa["epochs"] if hwa else 0.0,
+            "bn_images": bn["images"] if bn else 0,
+            "adabs_images": {k.removesuffix("_adabs"): int(v) for k, v in after.items()
+                             if k.endswith("_adabs")},
+            "programmings": {k.removesuffix("_repeats"): int(v) for k, v in after.items()
+                             if k.startswith("acc_") and k.endswith("_repeats")}}
 
 
 def finalize(study_dir: str | Path, fc: FinalizeConfig, *, log: Any = print,
@@ -446,8 +578,10 @@ def finalize(study_dir: str | Path, fc: FinalizeConfig, *, log: Any = print,
     final_root = Path(out) if out is not None else study_dir / "final"
     models = [finalize_one(p, teacher, data, cfg, fc, final_root, log, teacher_acc)
               for p in paths]
-    summary = {"study": cfg.name, "options": asdict(fc), "models": models,
-               "provenance": provenance(cfg.train.device)}
+    summary = {"study": cfg.name, "options": asked(fc), "ran": {
+        "backend": fc.backend, "models": len(models),
+        "processes": max((m["ran"]["processes"] for m in models), default=None)},
+        "models": models, "provenance": provenance(cfg.train.device)}
     final_root.mkdir(parents=True, exist_ok=True)
     (final_root / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary

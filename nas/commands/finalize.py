@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
+from typing import Any
 
 from hwnas.common.errors import ConfigError
 
@@ -52,6 +53,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epochs", type=float, default=5.0, help="retraining epochs")
     p.add_argument("--lr", type=float, help="peak learning rate (default: the study's)")
     p.add_argument("--train-limit", type=int, help="train images (default: the whole split)")
+    p.add_argument("--bn-images", type=int, help="training images that re-estimate the batch "
+                   "norms after pruning or under an epoch of training (default: the study's "
+                   "AdaBS images; 0: keep the trained statistics)")
     launch = p.add_mutually_exclusive_group()
     launch.add_argument("--nproc", type=int, default=1, help="DDP processes (torchrun)")
     launch.add_argument("--workers", type=int, help="Ray Train workers (with --backend ray)")
@@ -75,19 +79,28 @@ def _finalize(args: argparse.Namespace) -> int:
         importance=args.importance, distill=args.distill, teacher=args.teacher,
         distill_mode=args.distill_mode, alpha=args.alpha, temperature=args.temperature,
         epochs=args.epochs, lr=args.lr, nproc=args.nproc, backend=args.backend,
-        workers=args.workers or 2, train_limit=args.train_limit, onnx=args.onnx)
-    from nas.finalize import cell, ratio_cell
-
+        workers=args.workers or 2, train_limit=args.train_limit, bn_images=args.bn_images,
+        onnx=args.onnx)
     out = Path(args.out) if args.out else Path(args.study_dir) / "final"
-    summary = finalize(args.study_dir, fc, out=out)
+    print_summary(finalize(args.study_dir, fc, out=out), out)
+    return 0
+
+
+def print_summary(summary: dict[str, Any], out: Path) -> None:
+    """Each finalized model's before/after table, its legend, warnings and notes."""
+    from nas.finalize import LEGEND, cell, ratio_cell
+
+    ran = summary.get("ran") or {}
+    print(f"finalized {ran.get('models')} model(s): {ran.get('backend')}, "
+          f"{ran.get('processes')} training process(es)")
     for m in summary["models"]:
         print(f"\n{m['arch']} -> {out / m['folder']}")
+        print(f"  {'metric':<30} {'unit':<8} {'before':>36}    {'after':<36} after/before")
         for r in m["table"]:
-            print(f"  {r['label']:<26} {r['unit']:<8} {cell(r, 'before'):>24} -> "
-                  f"{cell(r, 'after'):<24} {ratio_cell(r)}")
-        print("  latency: before and after timed interleaved in one run, [p10-p90]")
+            print(f"  {r['label']:<30} {r['unit']:<8} {cell(r, 'before'):>36} -> "
+                  f"{cell(r, 'after'):<36} {ratio_cell(r)}")
+        print(f"  {LEGEND}")
         for w in m["warnings"]:
             print(f"  WARNING: {w}")
         for n in m["notes"]:
             print(f"  note: {n}")
-    return 0

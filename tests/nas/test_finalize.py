@@ -1,10 +1,13 @@
 """``hwnas finalize`` end to end on a small exported study (digits, resnet space, PCM at 1 day),
-plus the checkpoint round trip of pruned models of every space and the bad inputs."""
+plus the checkpoint round trip of pruned models of every space and the bad inputs; the batch
+norms re-estimated after pruning, the printed table's labels and what summary.json records."""
 
 from __future__ import annotations
 
+import copy
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -170,3 +173,109 @@ def test_cli_reports_bad_flags_in_one_line(study: Path, capsys: pytest.CaptureFi
     assert "--backend ray" in capsys.readouterr().err
     assert cli(["finalize", str(study), "--latency-budget", "soon"]) == 2
     assert "positive time" in capsys.readouterr().err
+
+
+def _pruned(study: Path):  # noqa: ANN202 - (model, data, cfg)
+    from hwnas.compress.prune import PruneConfig, prune
+    from hwnas.train.data import load_data
+    from nas.finalize import study_config
+
+    model = load_checkpoint(study / "pareto" / arch_dirname(ARCHS[0]) / "model.pt")[0]
+    prune(model, (1, 8, 8), PruneConfig(ratio=0.3), measure=lambda m: static_costs(m, (1, 8, 8)))
+    return model.eval(), load_data("digits", val_fraction=0.2), study_config(study)
+
+
+def test_batch_norms_are_reestimated_after_pruning(study: Path) -> None:
+    """Pruning changes every layer's inputs: the trained running statistics no longer fit. On
+    real digits, the pruned model re-estimated on the AdaBS image count scores no worse (here it
+    recovers most of what pruning lost), its BN buffers change, and the same seed gives the same
+    buffers."""
+    from analog import defaults
+    from analog.adabs import batch_norms
+    from hwnas.train.loop import evaluate
+    from nas.finalize import bn_images, reestimate_bn, val_split
+
+    model, data, cfg = _pruned(study)
+    stale = copy.deepcopy(model)
+    n = bn_images(cfg, FinalizeConfig())
+    assert n == cfg.hw_eval.adabs == defaults.ADABS_IMAGES  # as many images as AdaBS uses
+    assert reestimate_bn(model, data, cfg, n) == len(batch_norms(model)) > 0
+    old = [(b.running_mean.clone(), b.running_var.clone()) for b in batch_norms(stale)]
+    new = [(b.running_mean, b.running_var) for b in batch_norms(model)]
+    assert all(not torch.equal(a, b) for (a, _), (b, _) in zip(old, new, strict=True))
+    assert all(not torch.equal(a, b) for (_, a), (_, b) in zip(old, new, strict=True))
+    x, y = val_split(data, cfg)
+    without, with_bn = evaluate(stale, x, y)["acc"], evaluate(model, x, y)["acc"]
+    assert with_bn >= without and with_bn > 0.3, (without, with_bn)
+    again = copy.deepcopy(stale)
+    reestimate_bn(again, data, cfg, n)
+    for a, b in zip(batch_norms(again), batch_norms(model), strict=True):
+        torch.testing.assert_close(a.running_mean, b.running_mean, rtol=0, atol=0)
+    assert not model.training  # scored as it is re-estimated: eval mode
+
+
+def test_when_batch_norms_are_stale() -> None:
+    from nas.finalize import bn_images, stale_bn
+
+    assert stale_bn({"target": "ratio"}, {"epochs": 5.0}, None) == ["pruned (ratio)"]
+    assert stale_bn({"target": None}, {"epochs": 0.5}, None) == ["retrained 0.5 epoch (< 1)"]
+    assert stale_bn({"target": None}, {"epochs": 2.0}, {"epochs": 0.2})[0].startswith("HWA")
+    assert stale_bn({"target": None}, {"epochs": 1.0}, {"epochs": 1.0}) == []
+    from nas.study.config import validate_study
+
+    off = validate_study({**STUDY, "hw_eval": {**STUDY["hw_eval"], "adabs": 0}})
+    from analog import defaults
+
+    assert bn_images(off, FinalizeConfig()) == defaults.ADABS_IMAGES  # AdaBS off: the default
+    assert bn_images(off, FinalizeConfig(bn_images=64)) == 64
+    with pytest.raises(ConfigError, match="bn_images"):
+        FinalizeConfig(bn_images=-1).validate()
+
+
+# One row of the printed table: label, unit, before, "->", after, ratio.
+_ROW = re.compile(r"^  (?P<label>.+?)\s{2,}(?P<unit>count|ms|fraction)\s+(?P<before>.+?) -> "
+                  r"(?P<after>.+?)(?:\s+(?P<ratio>x[0-9.]+.*))?$")
+_SE = re.compile(r"^[0-9.]+ ± [0-9.e-]+ \(SE, [0-9]+ (programmings|images)\)$")
+
+
+def _table_rows(text: str) -> list[dict[str, str]]:
+    return [m.groupdict() for line in text.splitlines() if (m := _ROW.match(line))]
+
+
+def test_printed_table_names_every_spread_and_unit(capsys: pytest.CaptureFixture) -> None:
+    """Every ± is an SE with what it rests on, as in the Pareto tables; counts are counts."""
+    from nas.commands.finalize import print_summary
+    from nas.finalize import before_after
+
+    def figures(acc: float, pcm: float, reps: float) -> dict[str, float]:
+        out = {"params": 5e4, "macs": 1e6, "latency_ms": 0.5, "latency_p10_ms": 0.45,
+               "latency_p90_ms": 0.6}
+        for key, a, n in (("acc_digital", acc, 360), ("test_acc_digital", acc, 400)):
+            out |= {key: a, f"{key}_se": (a * (1 - a) / n) ** 0.5, f"{key}_images": float(n)}
+        return out | {"acc_pcm@1d": pcm, "acc_pcm@1d_std": 0.05, "acc_pcm@1d_se": 0.02,
+                      "acc_pcm@1d_median": pcm, "acc_pcm@1d_repeats": reps,
+                      "acc_pcm@1d_images": 200.0, "pcm_adabs": 256.0}
+
+    rows = before_after(figures(0.9, 0.8, 3.0), figures(0.85, 0.7, 6.0))
+    summary = {"ran": {"backend": "torchrun", "processes": 1, "models": 1},
+               "models": [{"arch": ARCHS[0], "folder": "f", "table": rows, "warnings": [],
+                           "notes": []}]}
+    print_summary(summary, Path("out"))
+    parsed = {r["label"]: r for r in _table_rows(capsys.readouterr().out)}
+    assert len(parsed) == len(rows) == 9, sorted(parsed)
+    for label, r in parsed.items():
+        for side in ("before", "after"):
+            if "±" in r[side]:
+                assert _SE.match(r[side]), (label, r[side])
+                assert r["unit"] == "fraction", label
+        counted = label.startswith(("parameters", "MACs", "images"))
+        assert (r["unit"] == "count") == counted, (label, r["unit"])
+        if counted:
+            assert re.fullmatch(r"[0-9,]+", r["before"]), r["before"]
+    for label in ("accuracy, digital (val)", "accuracy, pcm@1d (val)"):
+        assert "±" in parsed[label]["before"]
+    assert parsed["accuracy, pcm@1d (val)"]["after"].endswith("(SE, 6 programmings)")
+    assert parsed["accuracy, digital (val)"]["before"].endswith("(SE, 360 images)")
+    assert parsed["images scored, pcm@1d (val)"]["after"] == "200"
+    assert not any(k.endswith(("_repeats", "_std", "_median", "_se")) for k in
+                   (r["key"] for r in rows))
