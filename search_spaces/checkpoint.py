@@ -7,6 +7,7 @@ rebuilt from them: ``space.build(arch)``, then the stored shape diff (a pruned n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +49,34 @@ def _build(space: str, arch: str, data: dict[str, Any]) -> nn.Module:
 
 
 def load_checkpoint(path: str | Path) -> tuple[nn.Module, dict[str, Any]]:
-    """``(model in eval mode, meta)``; meta is the checkpoint without the weights."""
+    """``(model in eval mode, meta)``; meta is the checkpoint without the weights. The file is
+    checked first (``read_checkpoint``: complete, plain data, its fields, its sha256); a space,
+    arch or weights that do not rebuild a net are a ``ConfigError`` naming the file."""
     ckpt = read_checkpoint(path)
-    model = _build(ckpt["space"], ckpt["arch"], ckpt["data"])
-    if ckpt.get("shapes"):
-        apply_spec(model, ckpt["shapes"], ckpt["state_dict"])
-    else:
-        model.load_state_dict(ckpt["state_dict"])
+    try:
+        model = _build(ckpt["space"], ckpt["arch"], ckpt["data"])
+    except ConfigError as err:  # an unknown space or arch: say which file named it
+        raise ConfigError([replace(p, where=f"{path}: {p.where}") for p in err.problems]) from None
+    _load_weights(model, ckpt, Path(path))
     meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
     return model.eval(), meta
+
+
+def _load_weights(model: nn.Module, ckpt: dict[str, Any], path: Path) -> None:
+    try:
+        if ckpt.get("shapes"):
+            apply_spec(model, ckpt["shapes"], ckpt["state_dict"])
+        else:
+            model.load_state_dict(ckpt["state_dict"])
+    # load_state_dict raises RuntimeError (missing, unexpected or mis-sized keys); a shape diff
+    # naming modules the arch lacks raises KeyError or AttributeError.
+    except (RuntimeError, KeyError, AttributeError, ValueError, TypeError) as err:
+        found = " ".join(str(err).split())
+        raise ConfigError.one(
+            "checkpoint weights", "must fit space.build(arch) (with the stored shapes)",
+            f"{path}: {ckpt['space']} {ckpt['arch']}: {found[:300]}",
+            "the weights belong to another net: export the model again with its own space "
+            "and arch (search_spaces.checkpoint.save_checkpoint)") from None
 
 
 def load_model(*, path: str, device: str = "cpu") -> nn.Module:
