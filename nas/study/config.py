@@ -9,6 +9,7 @@ The resolved config (defaults filled in) is saved next to the results and in the
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,8 +23,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 
-from hwnas.common.errors import ConfigError
+from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.plugins import is_path, load_entry_points, load_plugins
 from hwnas.resources import studies_dir
 from hwnas.train.fit_config import FitConfig, Validation, settings
@@ -472,13 +474,63 @@ def load_study(path_or_name: str | Path, overrides: dict[str, Any] | None = None
     raw = read_yaml(path) or {}
     if isinstance(raw, dict):
         _anchor_paths(raw, path.parent)
-    given = {k: v for k, v in (overrides or {}).items() if v is not None}
-    if not given:
+    if not overrides:
         return validate_study(raw)
     _check_values(raw)
-    for key, value in given.items():
-        set_dotted(raw, key, value)
-    return validate_study(raw)
+    # a null (YAML's None) is a value like any other: it reaches the fields that take None,
+    # and where a field does not, the problem says so beside the merged config's own
+    nulls = [p for key, v in overrides.items() if v is None for p in [null_problem(key)] if p]
+    for key, value in overrides.items():
+        if not (value is None and any(p.where == key for p in nulls)):
+            set_dotted(raw, key, value)
+    try:
+        cfg = validate_study(raw)
+    except ConfigError as err:
+        raise ConfigError([*nulls, *err.problems]) from None
+    if nulls:
+        raise ConfigError(nulls)
+    return cfg
+
+
+def null_problem(dotted: str) -> Problem | None:
+    """The problem of setting ``dotted`` to None, or None where its field takes None (or no
+    model field declares it: a key inside a free mapping, or an unknown key validation names)."""
+    info = _field_at(dotted)
+    if info is None or _takes_none(info.annotation):
+        return None
+    default = None if info.is_required() else info.get_default(call_default_factory=True)
+    if isinstance(default, BaseModel):
+        fix = f"set its fields instead, e.g. --set {dotted}.<field>=<value>"
+    elif info.is_required():
+        fix = f"give it a value, e.g. --set {dotted}=<value>"
+    else:
+        value = yaml.safe_dump(default, default_flow_style=True).removesuffix("...\n").strip()
+        fix = f"give it a value, e.g. its default --set {dotted}={value}"
+    return Problem(dotted, "must not be null: the field takes no None", None,
+                   f"{fix}, or leave the override out to keep the study file's value")
+
+
+def _field_at(dotted: str) -> FieldInfo | None:
+    model: type[BaseModel] | None = StudyConfig
+    info = None
+    for part in dotted.split("."):
+        info = model.model_fields.get(part) if model is not None else None
+        if info is None:
+            return None
+        model = _model_in(info.annotation)
+    return info
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The section model of a field (``TrainCfg``, ``TabularCfg | None``), else None."""
+    for t in (annotation, *typing.get_args(annotation)):
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            return t
+    return None
+
+
+def _takes_none(annotation: Any) -> bool:
+    return annotation is Any or type(None) in typing.get_args(annotation)
 
 
 def _check_values(raw: Any) -> None:

@@ -164,3 +164,26 @@ def test_the_study_reference_reads_every_description_from_the_models() -> None:
     undescribed = type("Bare", (LatencyCfg,), {"__annotations__": {"x": int}, "x": 0})
     with pytest.raises(ValueError, match="Bare.x has no description"):
         hooks._section(undescribed, "latency")
+
+
+def test_set_null_gives_none_where_the_field_takes_it(tmp_path: Path) -> None:
+    # `--set key=null` is YAML's None: it must reach the config, not be dropped as "not given".
+    path = write_study(tmp_path, tabular_raw("nulls", timeout=60.0, train={"lr": 0.05},
+                                             hw_eval={"eval_limit": 500}))
+    cfg = load_study(path, {"train.lr": None, "timeout": None, "hw_eval.eval_limit": None,
+                            "sampler.options.max_mutations": None})
+    assert (cfg.train.lr, cfg.timeout, cfg.hw_eval.eval_limit) == (None, None, None)
+    assert cfg.sampler.options == {"max_mutations": None}  # a free mapping takes any value
+
+
+def test_set_null_where_the_field_has_no_none_names_field_value_and_fix(tmp_path: Path) -> None:
+    path = write_study(tmp_path, tabular_raw("nulls"))
+    with pytest.raises(ConfigError) as info:
+        load_study(path, {"train.epochs": None, "constraints": None, "train": None,
+                          "n_trials": 3})
+    got = {p.where: p for p in info.value.problems}
+    assert set(got) == {"train.epochs", "constraints", "train"}  # every one at once
+    assert all(p.value is None and "must not be null" in p.rule for p in got.values())
+    assert "train.epochs=1.0" in got["train.epochs"].fix  # the default, spelled as an override
+    assert "constraints=[]" in got["constraints"].fix
+    assert "train.<field>" in got["train"].fix
