@@ -36,6 +36,7 @@ from torch import Tensor, nn
 from analog.caveats import CAVEATS
 from analog.coverage import coverage, digital_layers, split_layers, warn_if_partial
 from analog.hw import HW, HardwareModel
+from analog.inference_options import InferenceOptions, describe_converter, finish, prepare
 from analog.input_ranges import (
     calibrate_input_ranges,
     has_learned_input_ranges,
@@ -52,8 +53,9 @@ from hwnas.common.errors import ConfigError, Problem
 
 
 @dataclass(frozen=True, kw_only=True)
-class AnalogOptions:
-    """Overrides of a preset; ``None`` keeps the preset's value."""
+class AnalogOptions(InferenceOptions):
+    """Overrides of a preset; ``None`` keeps the preset's value (inherited fields:
+    ``analog.inference_options``)."""
 
     dac_bits: int | None = None
     """Input (DAC) resolution in bits: ``inp_res = 1 / (2**bits - 2)``."""
@@ -108,7 +110,7 @@ class AnalogOptions:
         if self.tile not in (None, "cpp", "torch"):
             out.append(Problem(where, "tile must be 'cpp' or 'torch'", self.tile,
                                "cpp for aihwkit's C++ tile, torch for its torch tile"))
-        return out
+        return out + self.inference_problems(where)
 
 
 def columnwise_omega1(rpu):
@@ -169,6 +171,7 @@ def build_rpu_config(base: Callable[[], Any], opts: AnalogOptions, *,
     rpu = base()
     if opts.tile == "torch":
         rpu = _on_torch_tile(rpu)
+    rpu, problems = prepare(where, rpu, opts)
     fwd, noise = rpu.forward, rpu.noise_model
     if opts.dac_bits is not None:
         fwd.inp_res = _set_res(opts.dac_bits)
@@ -180,11 +183,12 @@ def build_rpu_config(base: Callable[[], Any], opts: AnalogOptions, *,
         fwd.out_bound = float(opts.out_bound)
     if opts.tile_size is not None:
         rpu.mapping.max_input_size = rpu.mapping.max_output_size = opts.tile_size
-    problems = _device_overrides(where, noise, opts)
+    problems += _device_overrides(where, noise, opts)
     if opts.compensation is not None:
         from aihwkit.inference.compensation.drift import GlobalDriftCompensation
 
         rpu.drift_compensation = GlobalDriftCompensation() if opts.compensation else None
+    problems += finish(where, rpu, opts)
     if opts.tile == "torch":
         problems += torch_tile_problems(where, rpu)
     if problems:
@@ -245,7 +249,8 @@ def describe_rpu(rpu) -> dict[str, Any]:
         "rpu_config": type(rpu).__name__,
         "forward": type(fwd).__name__,
         "noise_model": {"class": type(noise).__name__,
-                        **{k: getattr(noise, k) for k in noise_keys if hasattr(noise, k)}},
+                        **{k: getattr(noise, k) for k in noise_keys if hasattr(noise, k)},
+                        "g_converter": describe_converter(noise)},
         "drift_compensation": type(rpu.drift_compensation).__name__
         if rpu.drift_compensation is not None else None,
         "weight_scaling_omega": mapping.weight_scaling_omega,
@@ -253,7 +258,8 @@ def describe_rpu(rpu) -> dict[str, Any]:
         "learn_out_scaling": mapping.learn_out_scaling,
         "tile_rows": mapping.max_input_size, "tile_cols": mapping.max_output_size,
         "inp_res": fwd.inp_res, "out_res": fwd.out_res, "out_bound": fwd.out_bound,
-        "out_noise": fwd.out_noise, "w_noise": fwd.w_noise, "w_noise_type": fwd.w_noise_type.name,
+        "out_noise": fwd.out_noise, "out_noise_std": fwd.out_noise_std,
+        "w_noise": fwd.w_noise, "w_noise_type": fwd.w_noise_type.name,
         "ir_drop": fwd.ir_drop, "noise_management": fwd.noise_management.name,
         "bound_management": fwd.bound_management.name, "is_perfect": fwd.is_perfect,
         "input_range": bool(rpu.pre_post.input_range.enable),

@@ -100,7 +100,16 @@ class FastTile:
         self.programmed, self.nu = self.rpu.noise_model.apply_programming_noise(self.reference)
         self.weight, self.alpha = self.programmed, 1.0
         if self.rpu.drift_compensation is not None:
-            self.baseline = self.rpu.drift_compensation.readout(self._readout(gen))
+            self.baseline = self._baseline(gen)
+
+    def _baseline(self, gen: torch.Generator) -> Tensor:
+        """The compensation's reference read-out, right after programming."""
+        comp = self.rpu.drift_compensation
+        if type(comp).__name__ == "GlobalDriftCompensationWithExactReference":
+            # aihwkit reads this reference from the unprogrammed weights, without the periphery
+            eye = comp.get_readout_tensor(self.reference.shape[1]).to(self.reference)
+            return comp.readout(eye @ self.reference.T)
+        return comp.readout(self._readout(gen))
 
     def drift(self, t: float, gen: torch.Generator) -> None:
         if self.programmed is None:

@@ -62,6 +62,8 @@ def torch_tile_problems(where: str, rpu: Any) -> list[Problem]:
     from aihwkit.simulator.tiles.analog_mvm import AnalogMVM
     from aihwkit.simulator.tiles.torch_tile import TorchSimulatorTile
 
+    if type(rpu.forward).__name__ == "IOParametersIRDropT":
+        return []  # ir_drop_t: its own tile's checks (analog.inference_options)
     out = []
     for check, arg in ((TorchSimulatorTile.check_rpu_config_support, rpu),
                        (AnalogMVM.check_support, rpu.forward)):

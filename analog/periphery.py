@@ -28,6 +28,7 @@ def unsupported(rpu) -> list[str]:
     """Features of ``rpu`` (an aihwkit rpu config) that the fast path does not emulate."""
     from aihwkit.inference.compensation.drift import (
         GlobalDriftCompensation,
+        GlobalDriftCompensationWithExactReference,
         PerColumnDriftCompensation,
     )
     from aihwkit.simulator.parameters.enums import (
@@ -57,9 +58,12 @@ def unsupported(rpu) -> list[str]:
         "input ranges with bound management": rpu.pre_post.input_range.enable
         and io.bound_management != BoundManagementType.NONE,
         "analog bias (mapping.digital_bias=False)": not rpu.mapping.digital_bias,
-        "drift compensation other than Global/PerColumn": rpu.drift_compensation is not None
-        and type(rpu.drift_compensation) not in (GlobalDriftCompensation,
-                                                 PerColumnDriftCompensation),
+        "drift compensation other than Global/PerColumn/exact reference":
+        rpu.drift_compensation is not None and type(rpu.drift_compensation) not in (
+            GlobalDriftCompensation, PerColumnDriftCompensation,
+            GlobalDriftCompensationWithExactReference),
+        "time-dependent IR drop (ir_drop_t: aihwkit's IR-drop tile)":
+        type(io).__name__ == "IOParametersIRDropT",
         "modifier.enable_during_test": bool(getattr(rpu.modifier, "enable_during_test", False)),
     }
     return [name for name, bad in checks.items() if bad]

@@ -5,6 +5,8 @@ others stay at the hardware model's values, or at the fixed ``options``), evalua
 time for each value, and writes one CSV and one plot (one panel per parameter, accuracy vs. the
 swept value, one line per drift time, error bars = standard error over the programmings).
 Parameters are the fields of ``analog.aimc.AnalogOptions``; each value is range-checked there.
+Text options take words (``--sweep drift_comp=global,column,exact``); a converter's factors are
+separated by ``/`` (``--sweep converter=single,dual:1/3``), as ``,`` separates the values.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from hwnas.common.errors import ConfigError, Problem
 
 _INTS = ("dac_bits", "adc_bits", "tile_size")
 _BOOLS = ("compensation",)
-_TEXT = ("tile",)
+_TEXT = ("tile", "drift_comp", "converter", "noise_model")
 SWEEPABLE = tuple(f.name for f in fields(AnalogOptions))
 
 

@@ -1,0 +1,242 @@
+"""aihwkit's inference features as hardware options: drift compensation, conductance converters,
+noise model, output-noise variation and IR drop (static and time-dependent).
+
+``InferenceOptions`` are the fields ``analog.aimc.AnalogOptions`` inherits; ``None`` keeps the
+preset's value. They are applied in two steps of ``build_rpu_config``: ``prepare`` (before
+g_max and the noise scales are written, because it swaps the noise model, its converter or the
+rpu config class) and ``finish`` (after drift compensation was switched on or off). Each step
+returns the problems of an option the model cannot apply, so a study fails before it runs
+instead of recording an option that changed nothing.
+
+Grammar of ``converter`` (``/`` separates factors, as ``,`` separates swept values):
+``single`` (``SinglePairConductanceConverter``), ``dual:F1/F2``
+(``DualPairConductanceConverter(f_lst=[F1, F2])``), ``pairs:F1/.../Fn``
+(``NPairConductanceConverter``); factors run from the least to the most significant pair.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, fields
+from typing import Any
+
+from hwnas.common.errors import Problem
+
+COMPENSATIONS = {
+    "global": "GlobalDriftCompensation",
+    "column": "PerColumnDriftCompensation",
+    "exact": "GlobalDriftCompensationWithExactReference",
+}
+"""``drift_comp`` value -> class in ``aihwkit.inference.compensation.drift``."""
+
+NOISE_MODELS = {"pcm": "PCMLikeNoiseModel", "state_independent": "StateIndependentNoiseModel"}
+"""``noise_model`` value -> class in ``aihwkit.inference``."""
+
+PAIR_CONVERTERS = ("SinglePairConductanceConverter", "NPairConductanceConverter",
+                   "DualPairConductanceConverter")
+"""Converters of a differential pair (or pairs): the ones ``converter`` may replace."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceOptions:
+    """aihwkit inference features; ``None`` keeps the preset's value (docs/analog.md)."""
+
+    drift_comp: str | None = None
+    """Drift compensation: ``global`` (mean |readout|), ``column`` (one factor per output),
+    ``exact`` (global, reference read from the unprogrammed weights, no periphery)."""
+    converter: str | None = None
+    """Conductance converter: ``single``, ``dual:F1/F2`` or ``pairs:F1/.../Fn``."""
+    noise_model: str | None = None
+    """Device model swapped in on the preset's converter: ``pcm`` or ``state_independent``."""
+    out_noise_std: float | None = None
+    """Fixed output-to-output variation of the output noise, a fraction of ``out_noise``."""
+    ir_drop: float | None = None
+    """Scale of RPUCuda's steady-state IR drop (``forward.ir_drop``; 0 switches it off)."""
+    ir_drop_t: float | None = None
+    """Wire-resistance scale of aihwkit's time-dependent IR drop (its torch IR-drop tile)."""
+
+    def inference_problems(self, where: str) -> list[Problem]:
+        """Value checks that need no rpu config."""
+        out = []
+        for name, table in (("drift_comp", COMPENSATIONS), ("noise_model", NOISE_MODELS)):
+            value = getattr(self, name)
+            if value is not None and value not in table:
+                out.append(Problem(where, f"{name} must be one of {list(table)}", value,
+                                   f"e.g. {name}={next(iter(table))}"))
+        for name in ("out_noise_std", "ir_drop", "ir_drop_t"):
+            value = getattr(self, name)
+            if value is not None and not _non_negative(value):
+                out.append(Problem(where, f"{name} must be a number >= 0", value,
+                                   "use 0 to switch it off"))
+        if self.converter is not None:
+            out += _converter_problems(where, self.converter)
+        if self.ir_drop_t is not None and self.ir_drop:
+            out.append(Problem(where, "ir_drop and ir_drop_t are two models of one IR drop",
+                               {"ir_drop": self.ir_drop, "ir_drop_t": self.ir_drop_t},
+                               "set only one of them"))
+        return out
+
+
+def _non_negative(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def parse_converter(text: str) -> tuple[str, list[float]]:
+    """``"dual:1/3"`` -> ``("dual", [1.0, 3.0])``; ValueError for text outside the grammar."""
+    kind, _, factors = str(text).partition(":")
+    if kind == "single" and not factors:
+        return kind, []
+    if kind not in ("dual", "pairs") or not factors:
+        raise ValueError(text)
+    values = [float(f) for f in factors.split("/")]
+    if (kind == "dual" and len(values) != 2) or not all(v > 0 for v in values):
+        raise ValueError(text)
+    return kind, values
+
+
+def _converter_problems(where: str, text: str) -> list[Problem]:
+    try:
+        parse_converter(text)
+    except ValueError:
+        return [Problem(where, "converter must be single, dual:F1/F2 or pairs:F1/.../Fn with "
+                        "factors > 0", text, "e.g. converter=dual:1/3")]
+    return []
+
+
+def build_converter(text: str, g_min: float, g_max: float):
+    """The aihwkit converter ``text`` names, on the conductance range [g_min, g_max] (uS)."""
+    from aihwkit.inference import (
+        DualPairConductanceConverter,
+        NPairConductanceConverter,
+        SinglePairConductanceConverter,
+    )
+
+    kind, factors = parse_converter(text)
+    if kind == "single":
+        return SinglePairConductanceConverter(g_max=g_max, g_min=g_min)
+    cls = DualPairConductanceConverter if kind == "dual" else NPairConductanceConverter
+    return cls(f_lst=factors, g_max=g_max, g_min=g_min)
+
+
+def describe_converter(noise: Any) -> str | None:
+    """The noise model's converter with its factors (aihwkit's ``str`` leaves them out)."""
+    conv = getattr(noise, "g_converter", None)
+    if conv is None:
+        return None
+    factors = f"f={conv.f_lst}, " if hasattr(conv, "f_lst") else ""
+    return (f"{type(conv).__name__}({factors}g_min={getattr(conv, 'g_min', None)}, "
+            f"g_max={getattr(conv, 'g_max', None)})")
+
+
+def prepare(where: str, rpu: Any, opts: InferenceOptions) -> tuple[Any, list[Problem]]:
+    """Swap the noise model, its converter and, for ``ir_drop_t``, the rpu config class."""
+    problems: list[Problem] = []
+    if opts.noise_model is not None:
+        rpu.noise_model = _noise_model(opts.noise_model, rpu.noise_model)
+    if opts.converter is not None:
+        problems += _set_converter(where, rpu.noise_model, opts.converter)
+    if opts.ir_drop_t is not None:
+        if getattr(opts, "tile", None) == "cpp":
+            problems.append(Problem(where, "ir_drop_t runs on aihwkit's torch IR-drop tile, "
+                                    "not its C++ tile", "tile=cpp",
+                                    "drop tile=cpp, or use ir_drop (C++ tile) instead"))
+        rpu = _on_ir_drop_t_tile(rpu, float(opts.ir_drop_t))
+    return rpu, problems
+
+
+def _noise_model(name: str, old: Any):
+    """aihwkit's ``name`` model on ``old``'s converter (so g_min and g_max stay)."""
+    import aihwkit.inference as inference
+
+    return getattr(inference, NOISE_MODELS[name])(g_converter=copy.deepcopy(old.g_converter))
+
+
+def _set_converter(where: str, noise: Any, text: str) -> list[Problem]:
+    old = noise.g_converter
+    if type(old).__name__ not in PAIR_CONVERTERS:
+        return [Problem(where, f"converter replaces a differential-pair converter; "
+                        f"{type(noise).__name__} maps a weight with {type(old).__name__}",
+                        text, "drop converter, or pick a pair-based model (e.g. pcm)")]
+    noise.g_converter = build_converter(text, float(old.g_min), float(old.g_max))
+    return []
+
+
+def _on_ir_drop_t_tile(rpu: Any, scale: float):
+    """``rpu`` as aihwkit's ``TorchInferenceRPUConfigIRDropT``, every shared setting kept."""
+    from aihwkit.simulator.configs import TorchInferenceRPUConfigIRDropT
+    from aihwkit.simulator.parameters.io import IOParametersIRDropT
+
+    out = TorchInferenceRPUConfigIRDropT()
+    for f in fields(rpu):
+        if f.init and hasattr(out, f.name) and f.name not in ("tile_class", "forward",
+                                                              "simulator_tile_class"):
+            setattr(out, f.name, copy.deepcopy(getattr(rpu, f.name)))
+    fwd = IOParametersIRDropT()
+    for f in fields(rpu.forward):
+        if f.init and f.name != "ir_drop":  # here ir_drop scales the wire resistance
+            setattr(fwd, f.name, copy.deepcopy(getattr(rpu.forward, f.name)))
+    fwd.ir_drop = scale
+    out.forward = fwd
+    return out
+
+
+def finish(where: str, rpu: Any, opts: InferenceOptions) -> list[Problem]:
+    """Drift compensation, output-noise variation and static IR drop; their problems."""
+    problems: list[Problem] = []
+    fwd = rpu.forward
+    if opts.drift_comp is not None:
+        if getattr(opts, "compensation", None) is False:
+            problems.append(Problem(where, "drift_comp needs drift compensation on",
+                                    {"drift_comp": opts.drift_comp, "compensation": False},
+                                    "drop compensation=false or drift_comp"))
+        else:
+            from aihwkit.inference.compensation import drift
+
+            rpu.drift_compensation = getattr(drift, COMPENSATIONS[opts.drift_comp])()
+    if opts.out_noise_std is not None:
+        problems += _out_noise_std_problems(where, rpu, opts)
+        fwd.out_noise_std = float(opts.out_noise_std)
+    if opts.ir_drop is not None:
+        if fwd.is_perfect and opts.ir_drop > 0:
+            problems.append(Problem(where, "ir_drop needs a periphery that is not perfect",
+                                    opts.ir_drop, "drop ir_drop for this model"))
+        fwd.ir_drop = float(opts.ir_drop)
+    if opts.ir_drop_t is not None:
+        problems += ir_drop_t_problems(where, rpu)
+    return problems
+
+
+def _out_noise_std_problems(where: str, rpu: Any, opts: InferenceOptions) -> list[Problem]:
+    fwd, value = rpu.forward, opts.out_noise_std
+    if not value:
+        return []
+    if fwd.is_perfect or fwd.out_noise <= 0:
+        return [Problem(where, "out_noise_std is a fraction of out_noise, which this model "
+                        f"has at {0.0 if fwd.is_perfect else fwd.out_noise}", value,
+                        "set out_noise > 0 as well, or drop out_noise_std")]
+    if type(rpu).__name__.startswith("Torch"):
+        # aihwkit 1.2's torch tile draws |out_noise (1 + randn)|: a 100 % variation whatever
+        # out_noise_std says, so the value asked for would be recorded, not applied
+        return [Problem(where, "out_noise_std needs aihwkit's C++ tile (its torch tile "
+                        "ignores the value)", value, "use tile=cpp (the default)")]
+    return []
+
+
+def ir_drop_t_problems(where: str, rpu: Any) -> list[Problem]:
+    """aihwkit's own support checks of its time-dependent IR-drop tile on ``rpu``."""
+    from aihwkit.exceptions import ConfigError as AihwkitConfigError
+    from aihwkit.simulator.tiles.analog_mvm_irdrop_t import AnalogMVMIRDropT
+    from aihwkit.simulator.tiles.torch_tile import TorchSimulatorTile
+
+    out = []
+    for check, arg in ((TorchSimulatorTile.check_rpu_config_support, rpu),
+                       (AnalogMVMIRDropT.check_support, rpu.forward)):
+        try:
+            check(arg)
+        except AihwkitConfigError as err:
+            out.append(Problem(where, "ir_drop_t needs a config aihwkit's IR-drop tile "
+                               "supports", str(err), "drop ir_drop_t for this hardware model"))
+    if rpu.forward.is_perfect or rpu.forward.inp_res <= 0:
+        out.append(Problem(where, "ir_drop_t needs a DAC (its pulse widths set the time steps)",
+                           rpu.forward.inp_res, "drop ir_drop_t for this hardware model"))
+    return out
