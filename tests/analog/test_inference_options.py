@@ -210,3 +210,28 @@ def test_time_dependent_ir_drop_runs_on_aihwkit_and_moves_outputs():
         with torch.no_grad():
             errors.append(float((tiles(x) - layer(x)).abs().mean()))
     assert errors[1] > 2 * errors[0]
+
+
+def test_output_mean_and_spread_agree_with_aihwkit():
+    """One input through a 64x32 layer, 24 programmings per path (other seeds), 1 day: the
+    outputs' mean over programmings within 5 standard errors of the difference at every output
+    (aihwkit against itself under these seeds reaches 3.4) and their spread within 25 % of
+    aihwkit's (a model without the converter is 61 % off, one without the noise model 73 %)."""
+    torch.manual_seed(0)
+    layer = nn.Sequential(nn.Linear(64, 32))
+    x = torch.rand(1, 64)
+    opts = {"drift_comp": "column", "converter": "pairs:1/2/4",
+            "noise_model": "state_independent", "ir_drop": 1.0}
+    ref, fast = _pair(layer, **opts)
+    samples = []
+    for seed0, model in ((0, ref), (100, fast)):
+        outs = []
+        for seed in range(seed0, seed0 + 24):
+            _program(model, model, seed=seed, t=DAY)
+            with torch.no_grad():
+                outs.append(model(x)[0])
+        samples.append(torch.stack(outs))
+    (m_r, s_r), (m_f, s_f) = [(s.mean(0), s.std(0)) for s in samples]
+    se = ((s_r**2 + s_f**2) / 24).sqrt()
+    assert bool(((m_r - m_f).abs() <= 5 * se + 1e-3).all())
+    assert float(s_f.mean() / s_r.mean()) == pytest.approx(1.0, abs=0.25)
