@@ -132,6 +132,8 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
 
         torch.set_num_threads(threads)
     sampler = make_sampler(cfg.sampler.name, seed=cfg.seed + index, options=cfg.sampler.options)
+    if cfg.schedule.type != "none":  # the sampler learns from each arch's highest rung
+        sampler = schedule.HighestRungSampler(sampler)
     storage = store.open_storage(cfg.storage_url(study_dir), heartbeat_s=cfg.heartbeat_s)
     study = store.create_or_load(cfg, storage, sampler)
     # a kill -9'd run's trial: failed and queued now, not stale later

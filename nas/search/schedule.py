@@ -31,8 +31,14 @@ and retried by the heartbeat (``nas.study.store``) with its attributes, or is qu
 next promotion pass; a FAIL or PRUNED trial never holds a key. Hence no promotion is lost or run
 twice.
 
-**The front** (``nas.results.summary``) keeps, per arch, only its trials at the highest rung it
-reached.
+**What the sampler learns from** (``HighestRungSampler``): each arch once, at the highest rung
+it completed. A rung result stays in the storage when the arch goes up, but the sampler no
+longer sees it, nor a promotion that has not finished (its parameters are its parent's, already
+seen): a low rung's score, trained on a fraction of the budget, is not a second observation of
+the same arch.
+
+**The front** (``nas.results.summary``) holds top-rung results only; an arch that has not reached
+the top rung is listed beside it, marked with its rung.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from typing import Any
 
 import numpy as np
 import optuna
+from optuna.distributions import BaseDistribution
+from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.errors import ConfigError
@@ -183,6 +191,90 @@ def highest_rung(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
             top[arch] = max(top.get(arch, -1), int(t.user_attrs["rung"]))
     return [t for t in trials if "rung" not in t.user_attrs
             or int(t.user_attrs["rung"]) == top[t.user_attrs.get("arch", "")]]
+
+
+def latest_rungs(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
+    """``trials`` as a sampler should learn from them: each arch's COMPLETE trials at the
+    highest rung it completed, no unfinished promotion, every unscheduled trial."""
+    top: dict[str, int] = {}
+    for t in trials:
+        if "rung" in t.user_attrs and t.state == TrialState.COMPLETE:
+            arch = str(t.user_attrs.get("arch", ""))
+            top[arch] = max(top.get(arch, -1), int(t.user_attrs["rung"]))
+    out = []
+    for t in trials:
+        if "rung" not in t.user_attrs:
+            out.append(t)
+        elif t.state == TrialState.COMPLETE:
+            if int(t.user_attrs["rung"]) == top[str(t.user_attrs.get("arch", ""))]:
+                out.append(t)
+        elif "promotion" not in t.user_attrs:  # a new candidate, running or queued
+            out.append(t)
+    return out
+
+
+class _HighestRungView:
+    """A study whose trial lists are ``latest_rungs`` of the real ones; everything else (its
+    directions, its storage for a sampler's own attributes) is the real study's."""
+
+    def __init__(self, study: optuna.Study):
+        self._study = study
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._study, name)
+
+    @property
+    def trials(self) -> list[FrozenTrial]:
+        return self.get_trials()
+
+    def get_trials(self, deepcopy: bool = True, states: Any = None) -> list[FrozenTrial]:
+        return latest_rungs(self._study.get_trials(deepcopy=deepcopy, states=states))
+
+    def _get_trials(self, deepcopy: bool = True, states: Any = None,
+                    use_cache: bool = False) -> list[FrozenTrial]:
+        # Optuna's own samplers (TPE, GP, NSGA-II) read the trials through this one
+        return latest_rungs(self._study._get_trials(deepcopy=deepcopy, states=states,
+                                                    use_cache=use_cache))
+
+
+class HighestRungSampler(BaseSampler):
+    """Any sampler, fed each arch at its highest completed rung only (``latest_rungs``).
+
+    Every call passes the study through a view that filters its trial lists; the wrapped
+    sampler's own attributes (``attach``, ``moves``) are reached through this one."""
+
+    def __init__(self, sampler: BaseSampler):
+        self.sampler = sampler
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["sampler"], name)
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial
+                                    ) -> dict[str, BaseDistribution]:
+        return self.sampler.infer_relative_search_space(_view(study), trial)
+
+    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
+                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        return self.sampler.sample_relative(_view(study), trial, search_space)
+
+    def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
+                           param_distribution: BaseDistribution) -> Any:
+        return self.sampler.sample_independent(_view(study), trial, param_name,
+                                               param_distribution)
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.sampler.before_trial(_view(study), trial)
+
+    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
+                    values: Sequence[float] | None) -> None:
+        self.sampler.after_trial(_view(study), trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.sampler.reseed_rng()
+
+
+def _view(study: optuna.Study) -> optuna.Study:
+    return _HighestRungView(study)  # type: ignore[return-value] - duck-typed: a Study to read
 
 
 def budget_of(sh: SuccessiveHalving | None, config: dict[str, Any]) -> float | None:

@@ -139,3 +139,101 @@ def test_the_evaluator_continues_a_promotion_from_its_rung(tmp_path: Path) -> No
                                                                              "-s0-r1.pt"]
     with_store.evaluate(ARCH, budget=4.5)  # the top rung: nothing to continue later
     assert len(list((tmp_path / "rungs").iterdir())) == 2
+
+
+# -- the sampler learns from each arch's highest rung -----------------------------------------
+def _rung_trial(arch: str, rung: int, value: float, **attrs):  # noqa: ANN003, ANN202
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    return optuna.trial.create_trial(
+        params={"x": arch}, distributions={"x": CategoricalDistribution(["a", "b", "c"])},
+        values=[value], user_attrs={"arch": arch, "rung": rung, "bracket": 0, **attrs})
+
+
+class _Seen:
+    """A sampler that records the (arch, rung, value) of every trial it is shown."""
+
+    def __init__(self) -> None:
+        import optuna
+
+        self.inner = optuna.samplers.RandomSampler(seed=0)
+        self.public: list[list[tuple]] = []
+        self.internal: list[list[tuple]] = []
+
+    def infer_relative_search_space(self, study, trial):  # noqa: ANN001, ANN201
+        from optuna.trial import TrialState
+
+        def seen(trials):  # noqa: ANN001, ANN202
+            return sorted((t.user_attrs.get("arch", "-"), t.user_attrs.get("rung", -1),
+                           t.values[0] if t.values else t.state.name) for t in trials)
+
+        self.public.append(seen(study.get_trials(deepcopy=False)))
+        # Optuna's samplers read through the study's internal list: it must agree
+        self.internal.append(seen(study._get_trials(deepcopy=False, states=(
+            TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING))))
+        return {}
+
+    def sample_independent(self, study, trial, name, dist):  # noqa: ANN001, ANN201
+        self.infer_relative_search_space(study, trial)
+        return self.inner.sample_independent(study, trial, name, dist)
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self.inner, name)
+
+
+def test_the_sampler_sees_each_arch_at_its_highest_rung() -> None:
+    import optuna
+    from optuna.samplers import BaseSampler
+
+    from nas.search.schedule import HighestRungSampler
+
+    seen = _Seen()
+    BaseSampler.register(_Seen)  # duck-typed: Optuna only calls its methods
+    study = optuna.create_study(sampler=HighestRungSampler(seen), direction="maximize")
+    study.add_trial(_rung_trial("a", 0, 0.50))
+    study.add_trial(_rung_trial("b", 0, 0.60))
+    study.add_trial(_rung_trial("c", 0, 0.40))
+    study.add_trial(_rung_trial("a", 1, 0.90, parent=0, promotion="a@1"))
+    study.add_trial(_rung_trial("a", 2, 0.95, parent=3, promotion="a@2"))
+    study.enqueue_trial({"x": "b"}, user_attrs={"rung": 1, "bracket": 0, "parent": 1,
+                                                "promotion": "b@1"})
+    study.ask()  # the queued promotion of b runs: its parameters are fixed, b's own
+    study.ask().suggest_categorical("x", ["a", "b", "c"])  # a new candidate asks the sampler
+    want = [("-", -1, "RUNNING"), ("a", 2, 0.95), ("b", 0, 0.60), ("c", 0, 0.40)]
+    assert seen.public[-1] == seen.internal[-1] == want
+    # without the wrapper the sampler would see a three times and b's promotion as a new point
+    raw = sorted((t.user_attrs.get("arch"), t.user_attrs.get("rung")) for t in study.trials
+                 if t.user_attrs.get("arch"))
+    assert raw == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0)]
+
+
+def test_the_wrapped_default_sampler_keeps_its_hooks() -> None:
+    from nas.algorithms.samplers import make_sampler
+    from nas.search.schedule import HighestRungSampler
+
+    inner = make_sampler("default", seed=0)
+    wrapped = HighestRungSampler(inner)
+    assert wrapped.moves is inner.moves and hasattr(wrapped, "attach")
+
+
+def test_a_scheduled_study_runs_with_the_wrapped_default_sampler() -> None:
+    import optuna
+
+    from nas.algorithms.samplers import make_sampler
+    from nas.search.schedule import HighestRungSampler, SuccessiveHalving
+    from nas.study.schedule import ScheduleCfg
+
+    sh = SuccessiveHalving(ScheduleCfg(type="sh", eta=3, min_budget=1, max_budget=9), ["maximize"])
+    study = optuna.create_study(direction="maximize",
+                                sampler=HighestRungSampler(make_sampler("default", seed=0)))
+
+    def objective(trial: optuna.Trial, budget: float) -> float:
+        x = trial.suggest_int("x", 0, 40)
+        trial.set_user_attr("arch", f"x{x}")
+        return -abs(x - 17) * (1 - 0.5 / budget)
+
+    study.optimize(sh.wrap(objective), n_trials=40, callbacks=[sh])
+    rungs = [t.user_attrs["rung"] for t in study.trials]
+    assert max(rungs) == 2 and len({t.user_attrs["arch"] for t in study.trials
+                                    if t.user_attrs["rung"] == 0}) == rungs.count(0)
