@@ -12,6 +12,9 @@ Grammar of ``converter`` (``/`` separates factors, as ``,`` separates swept valu
 ``single`` (``SinglePairConductanceConverter``), ``dual:F1/F2``
 (``DualPairConductanceConverter(f_lst=[F1, F2])``), ``pairs:F1/.../Fn``
 (``NPairConductanceConverter``); factors run from the least to the most significant pair.
+A mapping ``{"f_lst": [...], "g_lst": [[...], ...]}`` (YAML or Python, not a sweep) is
+``CustomPairConductanceConverter``: ``g_lst`` holds, per device, its conductance (uS) at
+evenly spaced weights from -max|w| to max|w|, in (g+, g-) order per pair.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ class InferenceOptions:
     drift_comp: str | None = None
     """Drift compensation: ``global`` (mean |readout|), ``column`` (one factor per output),
     ``exact`` (global, reference read from the unprogrammed weights, no periphery)."""
-    converter: str | None = None
-    """Conductance converter: ``single``, ``dual:F1/F2`` or ``pairs:F1/.../Fn``."""
+    converter: str | dict[str, Any] | None = None
+    """Conductance converter: ``single``, ``dual:F1/F2``, ``pairs:F1/.../Fn`` or a custom
+    ``{"f_lst": ..., "g_lst": ...}`` mapping."""
     noise_model: str | None = None
     """Device model swapped in on the preset's converter: ``pcm`` or ``state_independent``."""
     out_noise_std: float | None = None
@@ -94,24 +98,51 @@ def parse_converter(text: str) -> tuple[str, list[float]]:
     return kind, values
 
 
-def _converter_problems(where: str, text: str) -> list[Problem]:
+def _converter_problems(where: str, spec: str | dict[str, Any]) -> list[Problem]:
+    if isinstance(spec, dict):
+        return _custom_problems(where, spec)
     try:
-        parse_converter(text)
+        parse_converter(spec)
     except ValueError:
         return [Problem(where, "converter must be single, dual:F1/F2 or pairs:F1/.../Fn with "
-                        "factors > 0", text, "e.g. converter=dual:1/3")]
+                        "factors > 0, or a {f_lst, g_lst} mapping", spec,
+                        "e.g. converter=dual:1/3")]
     return []
 
 
-def build_converter(text: str, g_min: float, g_max: float):
-    """The aihwkit converter ``text`` names, on the conductance range [g_min, g_max] (uS)."""
+def _custom_problems(where: str, spec: dict[str, Any]) -> list[Problem]:
+    """aihwkit's own checks of ``CustomPairConductanceConverter`` (invertibility included)."""
+    if set(spec) != {"f_lst", "g_lst"}:
+        return [Problem(where, "a custom converter takes exactly the keys f_lst and g_lst",
+                        sorted(spec), "e.g. {f_lst: [1], g_lst: [[2, 2, 25], [25, 2, 2]]}")]
+    try:
+        _custom(spec, 0.0, 25.0)
+    except (ValueError, TypeError, ArithmeticError) as err:
+        return [Problem(where, "a custom converter must pass aihwkit's checks", str(err),
+                        "one F per (g+, g-) pair of g_lst, lists of equal length, and a "
+                        "mapping weights -> conductances -> weights that returns the weights")]
+    return []
+
+
+def _custom(spec: dict[str, Any], g_min: float, g_max: float):
+    from aihwkit.inference import CustomPairConductanceConverter
+
+    return CustomPairConductanceConverter(
+        f_lst=[float(f) for f in spec["f_lst"]],
+        g_lst=[[float(g) for g in row] for row in spec["g_lst"]], g_max=g_max, g_min=g_min)
+
+
+def build_converter(spec: str | dict[str, Any], g_min: float, g_max: float):
+    """The aihwkit converter ``spec`` names, on the conductance range [g_min, g_max] (uS)."""
     from aihwkit.inference import (
         DualPairConductanceConverter,
         NPairConductanceConverter,
         SinglePairConductanceConverter,
     )
 
-    kind, factors = parse_converter(text)
+    if isinstance(spec, dict):
+        return _custom(spec, g_min, g_max)
+    kind, factors = parse_converter(spec)
     if kind == "single":
         return SinglePairConductanceConverter(g_max=g_max, g_min=g_min)
     cls = DualPairConductanceConverter if kind == "dual" else NPairConductanceConverter
@@ -135,6 +166,7 @@ def prepare(where: str, rpu: Any, opts: InferenceOptions) -> tuple[Any, list[Pro
         rpu.noise_model = _noise_model(opts.noise_model, rpu.noise_model)
     if opts.converter is not None:
         problems += _set_converter(where, rpu.noise_model, opts.converter)
+        problems += custom_g_max_problems(where, opts)
     if opts.ir_drop_t is not None:
         if getattr(opts, "tile", None) == "cpp":
             problems.append(Problem(where, "ir_drop_t runs on aihwkit's torch IR-drop tile, "
@@ -151,13 +183,22 @@ def _noise_model(name: str, old: Any):
     return getattr(inference, NOISE_MODELS[name])(g_converter=copy.deepcopy(old.g_converter))
 
 
-def _set_converter(where: str, noise: Any, text: str) -> list[Problem]:
+def _set_converter(where: str, noise: Any, text: str | dict[str, Any]) -> list[Problem]:
     old = noise.g_converter
     if type(old).__name__ not in PAIR_CONVERTERS:
         return [Problem(where, f"converter replaces a differential-pair converter; "
                         f"{type(noise).__name__} maps a weight with {type(old).__name__}",
                         text, "drop converter, or pick a pair-based model (e.g. pcm)")]
     noise.g_converter = build_converter(text, float(old.g_min), float(old.g_max))
+    return []
+
+
+def custom_g_max_problems(where: str, opts: Any) -> list[Problem]:
+    """A custom converter's conductances are its table's: a g_max override would change
+    nothing but the record."""
+    if isinstance(getattr(opts, "converter", None), dict) and opts.g_max is not None:
+        return [Problem(where, "g_max cannot rescale a custom converter (its g_lst holds the "
+                        "conductances)", opts.g_max, "drop g_max, or scale g_lst")]
     return []
 
 

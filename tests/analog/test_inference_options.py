@@ -22,7 +22,13 @@ from hwnas.common.errors import ConfigError
 DAY = 86400.0
 EMULATED = [{"drift_comp": "column"}, {"drift_comp": "exact"}, {"converter": "dual:1/3"},
             {"converter": "pairs:1/2/4"}, {"noise_model": "state_independent"},
-            {"noise_model": "state_independent", "converter": "dual:1/2"}]
+            {"noise_model": "state_independent", "converter": "dual:1/2"},
+            {"converter": {"f_lst": [1.0], "g_lst": [[2, 2, 2, 13.5, 25], [25, 13.5, 2, 2, 2]]}}]
+"""Options the fast path emulates; the last is a custom pair with a 2 uS floor."""
+
+
+def _ids(options: dict) -> str:
+    return "+".join(v if isinstance(v, str) else "custom" for v in options.values())
 
 
 def test_every_option_sweeps():
@@ -45,6 +51,11 @@ def test_every_option_sweeps():
     ({"out_noise_std": -0.1}, "out_noise_std must be a number >= 0"),
     ({"ir_drop": "high"}, "ir_drop must be a number >= 0"),
     ({"ir_drop": 1.0, "ir_drop_t": 1.0}, "two models of one IR drop"),
+    ({"converter": {"f_lst": [1.0], "g_lst": [[25, 2, 2], [2, 2, 25]]}}, "not an invertible"),
+    ({"converter": {"f_lst": [1.0, 2.0], "g_lst": [[2, 25], [25, 2]]}}, "one value in f_lst"),
+    ({"converter": {"f_lst": [1.0]}}, "exactly the keys f_lst and g_lst"),
+    ({"converter": {"f_lst": [1.0], "g_lst": [[2, 25], [25, 2]]}, "g_max": 20.0},
+     "g_max cannot rescale a custom converter"),
 ])
 def test_bad_values_are_errors(options, rule):
     with pytest.raises(ConfigError, match=rule) as err:
@@ -79,6 +90,14 @@ def test_options_are_recorded():
     assert analog.get_hw("pcm").describe(out_noise_std=0.2)["out_noise_std"] == 0.2
 
 
+def test_custom_converter_maps_weights_through_its_table():
+    spec = {"f_lst": [1.0], "g_lst": [[2, 2, 2, 13.5, 25], [25, 13.5, 2, 2, 2]]}
+    conv = analog.get_hw("pcm").rpu_config(converter=spec).noise_model.g_converter
+    g_plus, g_minus = conv.convert_to_conductances(torch.tensor([-1.0, 0.0, 0.5, 1.0]))[0]
+    torch.testing.assert_close(g_plus, torch.tensor([2.0, 2.0, 13.5, 25.0]))
+    torch.testing.assert_close(g_minus, torch.tensor([25.0, 2.0, 2.0, 2.0]))
+
+
 def test_g_max_reaches_a_swapped_converter():
     noise = analog.get_hw("pcm").rpu_config(converter="dual:1/3", g_max=10.0).noise_model
     assert noise.g_converter.f_lst == [1.0, 3.0] and noise.g_converter.g_max == 10.0
@@ -97,7 +116,7 @@ def _program(ref, fast, seed: int, t: float) -> None:
         model.drift_analog_weights(t)
 
 
-@pytest.mark.parametrize("options", EMULATED, ids=lambda o: "+".join(map(str, o.values())))
+@pytest.mark.parametrize("options", EMULATED, ids=_ids)
 def test_fast_path_matches_aihwkit_tile(options, trained_cnn, digits):
     """Output noise off: the device weights are aihwkit's bit for bit (same torch seed), the
     compensation factors agree, and the outputs agree up to float summation order."""
@@ -115,7 +134,7 @@ def test_fast_path_matches_aihwkit_tile(options, trained_cnn, digits):
     assert (a.argmax(1) == b.argmax(1)).float().mean() >= 0.98
 
 
-@pytest.mark.parametrize("options", EMULATED, ids=lambda o: "+".join(map(str, o.values())))
+@pytest.mark.parametrize("options", EMULATED, ids=_ids)
 def test_each_option_changes_the_result(options, trained_cnn, digits):
     """Same seed, same programmings: with the option the device weights or the compensation
     differ from the preset's."""
