@@ -41,8 +41,10 @@ DATA_KEYS = ("name", "in_chans", "num_classes", "img_size")
 DIGEST_KEY = "state_dict_sha256"
 _FIELDS = ("space", "arch", "state_dict", "data")
 _ZIP_MAGIC = b"PK\x03\x04"  # torch.save writes a zip archive (torch >= 1.6)
-_REEXPORT = ("export it again (hwnas export / finalize / train --save), or copy the original "
-             "file again")
+# hwnas writes model.pt with these; a file that pickled its module predates the current format.
+_REEXPORT = ("use a model.pt written by this hwnas: export it again (hwnas export / finalize / "
+             "train --save; re-export older checkpoints that pickled the module), or copy the "
+             "original file again")
 
 
 class UnverifiedCheckpointWarning(UserWarning):
@@ -92,38 +94,39 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     never code. The file must be a complete ``hwnas-checkpoint/1`` whose weights match its
     ``state_dict_sha256``; one without a digest (older) loads with a warning."""
     path = Path(path)
-    ckpt = load_torch_file(path, where="checkpoint")
+    if not path.is_file():
+        raise ConfigError.one("checkpoint", "file must exist", str(path),
+                              "run `hwnas export runs/<study>` first, or fix the path")
+    ckpt = load_torch_file(path, where="checkpoint", fix=_REEXPORT)
     _check_fields(path, ckpt)
     _verify(path, ckpt)
     return ckpt
 
 
-def load_torch_file(path: str | Path, *, where: str,
-                    fix: str = "run `hwnas export runs/<study>` first, or fix the path") -> Any:
-    """``torch.load(path, weights_only=True)`` on CPU, or a ``ConfigError`` that says what the
-    file is instead (missing, empty, text, truncated, not a torch archive, needs unpickling).
-    ``where`` names the file's role in the error; ``fix`` is the fix for a missing file."""
+def load_torch_file(path: str | Path, *, where: str, fix: str,
+                    map_location: str | None = "cpu") -> Any:
+    """``torch.load(path, weights_only=True)``, or a ``ConfigError`` that says what the file is
+    instead (missing, empty, text, truncated, not a torch archive, needs unpickling). ``where``
+    names the file's role in the error and ``fix`` how to get a good one."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError.one(where, "file must exist", str(path), fix)
-    _check_archive(path, where)
+    _check_archive(path, where, fix)
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
         raise ConfigError.one(
             where, "must load with torch.load(weights_only=True): tensors and plain data "
             "only (hwnas never unpickles objects from a file it is given)",
-            f"{path}: {_first(err)}",
-            "use a model.pt written by this hwnas (hwnas export / finalize / train --save); "
-            "re-export older checkpoints that pickled the module") from None
+            f"{path}: {_first(err)}", fix) from None
     except Exception as err:  # noqa: BLE001  torch's reader raises many types on a damaged archive
         raise ConfigError.one(
             where, "must be a readable torch.save archive",
             f"{path}: a zip archive whose contents cannot be read by torch.load "
-            f"({type(err).__name__}: {_first(err)})", _REEXPORT) from None
+            f"({type(err).__name__}: {_first(err)})", fix) from None
 
 
-def _check_archive(path: Path, where: str) -> None:
+def _check_archive(path: Path, where: str, fix: str) -> None:
     """Refuse what is no complete zip archive before torch reads it: torch's own errors for these
     (EOFError, KeyError, a miniz message) do not say what is wrong with the file."""
     size = path.stat().st_size
@@ -135,10 +138,9 @@ def _check_archive(path: Path, where: str) -> None:
         raise ConfigError.one(
             where, "must be a complete torch.save archive",
             f"{path}: {size} bytes, the archive's end is missing (truncated: a write or copy "
-            "that stopped early)", _REEXPORT)
+            "that stopped early)", fix)
     raise ConfigError.one(where, "must be a file written by torch.save (a zip archive)",
-                          f"{path}: {_describe(head, size)}",
-                          f"give the model.pt that hwnas wrote; {_REEXPORT}")
+                          f"{path}: {_describe(head, size)}", fix)
 
 
 def _describe(head: bytes, size: int) -> str:

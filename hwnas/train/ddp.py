@@ -39,6 +39,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from hwnas.common.checkpoint import load_torch_file
 from hwnas.common.devices import is_cuda, require_device
 from hwnas.common.errors import ConfigError, HwnasError
 from hwnas.common.seeds import stream_seed
@@ -159,7 +160,12 @@ class FileStore:
         self.path = Path(out_dir) / "checkpoint.pt"
 
     def load(self) -> dict[str, Any] | None:
-        return torch.load(self.path, weights_only=True) if self.path.exists() else None
+        if not self.path.exists():
+            return None
+        # A damaged file is an error naming it, not a traceback from torch's zip reader; tensors
+        # go back to the device they were saved from, as a resume expects.
+        return load_torch_file(self.path, where="DDP resume checkpoint", map_location=None,
+                               fix=f"delete {self.path} to start this job from step 0")
 
     def save(self, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
         if state is None:

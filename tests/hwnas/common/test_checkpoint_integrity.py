@@ -15,6 +15,7 @@ from hwnas.common.checkpoint import (
     DIGEST_KEY,
     FORMAT,
     UnverifiedCheckpointWarning,
+    load_torch_file,
     read_checkpoint,
     state_digest,
     write_checkpoint,
@@ -183,3 +184,26 @@ def test_checkpoint_without_digest_loads_with_a_warning(tmp_path: Path) -> None:
         got = read_checkpoint(path)
     assert str(path) in str(seen[0].message)
     assert all(_bytes(got["state_dict"][k]) == _bytes(v) for k, v in _state().items())
+
+
+# -- other torch files hwnas reads back -------------------------------------------------------
+def test_load_torch_file_names_the_role_and_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "state.pt"
+    torch.save({"step": 3, "w": torch.ones(2)}, path)
+    assert load_torch_file(path, where="resume state", fix="rerun")["step"] == 3
+    path.write_bytes(path.read_bytes()[:-30])
+    with pytest.raises(ConfigError, match=r"resume state: must be a complete .*Fix: rerun"):
+        load_torch_file(path, where="resume state", fix="rerun")
+
+
+def test_a_damaged_ddp_resume_checkpoint_is_an_error_naming_it(tmp_path: Path) -> None:
+    from hwnas.train.ddp import FileStore
+
+    store = FileStore(tmp_path)
+    assert store.load() is None  # no checkpoint yet: a fresh start
+    store.save({"step": 20, "model": {"w": torch.arange(3.0)}}, {})
+    assert store.load()["step"] == 20
+    store.path.write_text("")
+    with pytest.raises(ConfigError, match="DDP resume checkpoint") as err:
+        store.load()
+    assert str(store.path) in str(err.value) and f"delete {store.path}" in str(err.value)
