@@ -2,7 +2,8 @@
 
 ``<!-- hwnas:study-reference -->`` becomes the study-file reference, one table per section, from
 the pydantic models in ``nas.study.config``: every field's ``Field(description=...)``, so the
-descriptions live on the models (a field without one fails the build);
+descriptions live on the models (a field without one fails the build); the ``train`` section's
+come from ``hwnas.train.FitConfig``'s own declarations (``setting(default, description)``);
 ``<!-- hwnas:grammars -->`` becomes every registered space's arch-string grammar (its docstring);
 ``<!-- hwnas:registries -->`` lists the registered metrics, hardware models and data sets.
 """
@@ -56,7 +57,7 @@ def _section(model: type[BaseModel], prefix: str) -> str:
                              "description= (the reference is read from the models)")
         why = why.replace("<", "&lt;").replace("|", "&#124;")
         rows.append(f"| `{name}` | {_type(field.annotation)} | {_default(field)} | {why} |")
-    doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+    doc = " ".join((model.__doc__ or "").strip().split("\n\n")[0].split())  # one line
     return "\n".join([head, "", doc, "", *rows, ""])
 
 
