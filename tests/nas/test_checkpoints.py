@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,14 @@ def test_checkpoint_written_before_the_checksum_still_loads(tmp_path: Path) -> N
     x = torch.randn(2, 1, 8, 8)
     torch.testing.assert_close(loaded(x), model(x), rtol=0, atol=0)
     assert DIGEST_KEY not in meta
+
+
+def test_train_save_writes_a_verified_checkpoint(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "model.pt"
+    assert main(["train", "resnet", ARCH, "--data", "digits", "--steps", "2", "--threads", "1",
+                 "--save", str(path)]) == 0, capsys.readouterr().err
+    raw = torch.load(path, weights_only=True)
+    assert raw[DIGEST_KEY] == state_digest(raw["state_dict"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnverifiedCheckpointWarning)  # verified: no warning
+        load_checkpoint(path)
