@@ -254,3 +254,16 @@ def test_output_mean_and_spread_agree_with_aihwkit():
     se = ((s_r**2 + s_f**2) / 24).sqrt()
     assert bool(((m_r - m_f).abs() <= 5 * se + 1e-3).all())
     assert float(s_f.mean() / s_r.mean()) == pytest.approx(1.0, abs=0.25)
+
+
+def test_a_study_takes_the_options_and_refuses_what_its_model_cannot_apply():
+    from nas.study.config import find_study, read_yaml, validate_study
+
+    raw = read_yaml(find_study("quickstart"))  # scores pcm
+    custom = {"f_lst": [1.0], "g_lst": [[2, 2, 25], [25, 2, 2]]}
+    raw.setdefault("hw_eval", {})["options"] = {"pcm": {"drift_comp": "column",
+                                                        "converter": custom}}
+    assert validate_study(raw).hw_eval.options["pcm"]["converter"] == custom
+    raw["hw_eval"]["options"] = {"pcm": {"out_noise_std": 0.5, "tile": "torch"}}
+    with pytest.raises(ConfigError, match=r"hw_eval\.options\.pcm.*out_noise_std needs"):
+        validate_study(raw)
