@@ -24,6 +24,7 @@ from nas.results.export import arch_dirname
 from nas.results.plots import hv_figure, pairs_figure, pareto_figure
 from nas.study import store
 from nas.study.config import StudyConfig
+from nas.study.schedule import rung_budgets
 
 
 def _png(fig: Figure, path: Path) -> str:
@@ -44,15 +45,17 @@ _ENERGY = (("analog_energy_uj", "energy analog uJ (estimate)"),
 
 
 def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.DataFrame:
-    rows = []
-    for t in front.trials:
+    rows, lower = [], {t.number for t in front.lower}
+    for t in [*front.trials, *front.lower]:  # lower: stopped at a lower rung, not on the front
         folder = study_dir / "pareto" / arch_dirname(t.user_attrs["arch"])
         row = {"trial": t.number, "arch": t.user_attrs.get("arch")}
+        if "rung" in t.user_attrs:
+            row["rung"] = _rung_label(cfg, t, t.number in lower)
         row.update(dict(zip(front.keys, t.values, strict=True)))
         for key in front.keys:  # every noisy score with its standard error
             if f"{key}_se" in t.user_attrs:
                 row[f"{key} ±SE"] = t.user_attrs[f"{key}_se"]
-        if front.resolved is not None:
+        if front.resolved is not None and t.number not in lower:
             row["resolved"] = "yes" if front.resolved[front.trials.index(t)] else "~ no"
         for key in ("acc_digital", "latency_p10_ms", "latency_p90_ms"):
             if key in t.user_attrs and key not in row:
@@ -63,6 +66,15 @@ def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.
         row["card"] = f"pareto/{folder.name}/card.md" if (folder / "card.md").exists() else ""
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _rung_label(cfg: StudyConfig, t: Any, lower: bool) -> str:
+    """A trial's rung and budget; a lower-rung one is marked as not on the front."""
+    top = len(rung_budgets(cfg.schedule)) - 1 if cfg.schedule.type != "none" else "?"
+    budget = t.user_attrs.get("budget")
+    label = f"rung {int(t.user_attrs['rung'])} (top: {top})" + (
+        f", {budget:g} {cfg.schedule.resource}" if budget is not None else "")
+    return f"{label}: lower rung, not on the front" if lower else label
 
 
 def _finalize_section(study_dir: Path) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import optuna
@@ -17,7 +17,7 @@ from nas.algorithms.pareto import (
     unresolved,
 )
 from nas.algorithms.pareto import reference_point as _reference_point
-from nas.search.schedule import highest_rung
+from nas.search.schedule import front_pool, highest_rung
 from nas.study.config import StudyConfig
 from nas.study.store import feasible
 
@@ -39,6 +39,9 @@ class Front:
     objective."""
     missing_se: list[str] | None = None
     """Noisy objectives whose SEs were not stored (why ``resolved`` is None)."""
+    lower: list[FrozenTrial] = field(default_factory=list)
+    """Successive halving: archs that stopped below the front's rung and that no front member
+    dominates; shown beside the front, marked with their rung, never counted in it."""
 
 
 def completed(study: optuna.Study) -> list[FrozenTrial]:
@@ -87,7 +90,8 @@ def front(cfg: StudyConfig, study: optuna.Study) -> Front:
     objs = cfg.objectives_resolved()
     keys, dirs = [o.key for o in objs], [o.direction for o in objs]
     done = completed(study)
-    ok = [t for t in done if feasible(t)]
+    pool, below = front_pool(done)  # successive halving: top-rung results only
+    ok = [t for t in pool if feasible(t)]
     values = np.array([t.values for t in ok]).reshape(len(ok), len(dirs))
     ref = reference(cfg, values)
     mask = pareto_mask(values, dirs) if len(ok) else np.zeros(0, dtype=bool)
@@ -102,8 +106,18 @@ def front(cfg: StudyConfig, study: optuna.Study) -> Front:
             trials.append(t)
     hv = hypervolume(values, dirs, ref) if len(ok) else 0.0
     out = Front(trials, keys, dirs, ref, hv, len(done), len(ok))
+    out.lower = _undominated([t for t in below if feasible(t)], trials, dirs)
     _resolve(out, cfg, ok, values)
     return out
+
+
+def _undominated(lower: list[FrozenTrial], members: list[FrozenTrial],
+                 dirs: list[str]) -> list[FrozenTrial]:
+    """The ``lower`` trials that would join a front mixing them with ``members``."""
+    if not lower:
+        return []
+    both = np.array([t.values for t in [*members, *lower]])
+    return [t for t, on in zip(lower, pareto_mask(both, dirs)[len(members):], strict=True) if on]
 
 
 def noisy_keys(cfg: StudyConfig) -> list[str]:
@@ -146,7 +160,8 @@ def history(cfg: StudyConfig, study: optuna.Study) -> tuple[np.ndarray, np.ndarr
     """(trial numbers, hypervolume after each) over feasible complete trials, by trial number."""
     objs = cfg.objectives_resolved()
     dirs = [o.direction for o in objs]
-    ok = sorted((t for t in completed(study) if feasible(t)), key=lambda t: t.number)
+    ok = sorted((t for t in front_pool(completed(study))[0] if feasible(t)),
+                key=lambda t: t.number)
     if not ok:
         return np.zeros(0), np.zeros(0)
     values = np.array([t.values for t in ok])

@@ -37,8 +37,9 @@ longer sees it, nor a promotion that has not finished (its parameters are its pa
 seen): a low rung's score, trained on a fraction of the budget, is not a second observation of
 the same arch.
 
-**The front** (``nas.results.summary``) holds top-rung results only; an arch that has not reached
-the top rung is listed beside it, marked with its rung.
+**The front** (``nas.results.summary``) holds top-rung results only (``front_pool``: the highest
+rung any arch reached, which is the top rung once one did); an arch that stopped lower and is
+not dominated by it is listed beside it in the report, marked with its rung.
 """
 
 from __future__ import annotations
@@ -191,6 +192,17 @@ def highest_rung(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
             top[arch] = max(top.get(arch, -1), int(t.user_attrs["rung"]))
     return [t for t in trials if "rung" not in t.user_attrs
             or int(t.user_attrs["rung"]) == top[t.user_attrs.get("arch", "")]]
+
+
+def front_pool(trials: Sequence[FrozenTrial]) -> tuple[list[FrozenTrial], list[FrozenTrial]]:
+    """(``trials`` a front is made of, the others) after ``highest_rung``: the trials at the
+    highest rung any arch reached (the top rung once one did) and every unscheduled trial;
+    the others stopped at a lower rung, trained on less of the budget and scored mid-schedule,
+    so they are not comparable with full-budget results."""
+    rungs = [int(t.user_attrs["rung"]) for t in trials if "rung" in t.user_attrs]
+    top = max(rungs, default=-1)
+    pool = [t for t in trials if int(t.user_attrs.get("rung", top)) == top]
+    return pool, [t for t in trials if int(t.user_attrs.get("rung", top)) != top]
 
 
 def latest_rungs(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:

@@ -237,3 +237,62 @@ def test_a_scheduled_study_runs_with_the_wrapped_default_sampler() -> None:
     rungs = [t.user_attrs["rung"] for t in study.trials]
     assert max(rungs) == 2 and len({t.user_attrs["arch"] for t in study.trials
                                     if t.user_attrs["rung"] == 0}) == rungs.count(0)
+
+
+# -- the front holds top-rung results only ----------------------------------------------------
+def _front_study():  # noqa: ANN202 - (cfg, study): acc (max) vs latency (min), rungs 0-2
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    cfg = _epochs_cfg()
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    dist = {"x": CategoricalDistribution(list("abcde"))}
+    for arch, rung, acc, lat in [("a", 0, 0.60, 2.0), ("a", 1, 0.70, 2.0), ("a", 2, 0.80, 2.0),
+                                 ("b", 0, 0.65, 1.0), ("b", 1, 0.72, 1.0), ("b", 2, 0.78, 1.0),
+                                 ("c", 0, 0.90, 3.0),  # best rung-0 score: not comparable
+                                 ("d", 0, 0.50, 0.5),  # cheapest: undominated, lower rung
+                                 ("e", 1, 0.60, 2.5)]:  # dominated by the top rung's a
+        study.add_trial(optuna.trial.create_trial(
+            params={"x": arch}, distributions=dist, values=[acc, lat],
+            user_attrs={"arch": arch, "rung": rung, "budget": [0.5, 1.5, 4.5][rung]}))
+    return cfg, study
+
+
+def test_the_front_holds_top_rung_results_only() -> None:
+    from nas.results import summary
+
+    cfg, study = _front_study()
+    front = summary.front(cfg, study)
+    assert [(t.user_attrs["arch"], t.user_attrs["rung"]) for t in front.trials] == [
+        ("a", 2), ("b", 2)]
+    assert sorted(t.user_attrs["arch"] for t in front.lower) == ["c", "d"]
+    assert front.n_feasible == 2  # the hypervolume counts the top rung only
+    numbers, hv = summary.history(cfg, study)
+    assert numbers.tolist() == [2, 5] and hv[-1] == pytest.approx(front.hypervolume)
+
+
+def test_the_report_marks_lower_rung_members(tmp_path: Path) -> None:
+    from nas.results import summary
+    from nas.results.report import _front_frame
+
+    cfg, study = _front_study()
+    frame = _front_frame(cfg, summary.front(cfg, study), tmp_path)
+    rungs = dict(zip(frame["arch"], frame["rung"], strict=True))
+    assert rungs["a"] == "rung 2 (top: 2), 4.5 epochs"
+    assert rungs["c"] == "rung 0 (top: 2), 0.5 epochs: lower rung, not on the front"
+    assert set(rungs) == {"a", "b", "c", "d"}
+
+
+def test_before_any_arch_reaches_the_top_the_front_is_the_highest_rung_reached() -> None:
+    import optuna
+
+    from nas.results import summary
+
+    cfg, study = _front_study()
+    early = optuna.create_study(directions=["maximize", "minimize"])
+    for t in study.trials:
+        if t.user_attrs["rung"] < 2:
+            early.add_trial(t)
+    front = summary.front(cfg, early)
+    assert [(t.user_attrs["arch"], t.user_attrs["rung"]) for t in front.trials] == [("b", 1)]
+    assert sorted(t.user_attrs["arch"] for t in front.lower) == ["c", "d"]
