@@ -1,6 +1,6 @@
 """Rebuild BENCHMARKS.md from the sections the bench scripts write under bench/results/.
 
-    python bench/collect.py
+    python -m bench.collect
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ for the earlier sections, AMD EPYC for the fidelity, AdaBS drift and multi-node 
 where a section names a GPU: the fidelity truth set's largest archs and the supernets were trained
 on one NVIDIA H100 (`--device cuda`).
 Ratios within one run are the figures to compare across machines. This file is rebuilt from
-`bench/results/*.md` by `python bench/collect.py`; plots and raw tables sit next to them.
+`bench/results/*.md` by `python -m bench.collect`; plots and raw tables sit next to them.
 """
 
 
@@ -43,7 +43,7 @@ def _rows_table(rows: list[dict]) -> list[str]:
 
 
 GPU_PARTS = ("latency", "predictors", "roofline", "analog", "hwa", "fit", "ddp", "study",
-             "supernet")  # bench/gpu_campaign.py's order
+             "supernet")  # bench/gpu/campaign.py's order
 
 
 def _flat(value: object, key: str, depth: int = 3) -> list[str]:
@@ -57,11 +57,11 @@ def _flat(value: object, key: str, depth: int = 3) -> list[str]:
 
 def gpu_section(folder: str | Path) -> str:
     """The GPU campaign's section of BENCHMARKS.md from its results folder (one JSON per part,
-    ``bench/gpu_campaign.py``): device, versions, commands, precision, goals, figures."""
+    ``bench/gpu/campaign.py``): device, versions, commands, precision, goals, figures."""
     records = sorted((json.loads(p.read_text()) for p in Path(folder).glob("*.json")),
                      key=lambda r: (GPU_PARTS + (r["part"],)).index(r["part"]))
     if not records:
-        return "## GPU campaign\n\nNo results yet: run `python bench/gpu_campaign.py --all`.\n"
+        return "## GPU campaign\n\nNo results yet: run `python -m bench.gpu.campaign --all`.\n"
     facts, vers = records[0]["facts"], records[0]["versions"]
     out = ["## GPU campaign", "",
            f"Device: {facts.get('device')} (driver {facts.get('driver', '-')}, clocks MHz "

@@ -5,9 +5,9 @@ bytes, log-scaled). Target: log latency, so the fit minimises relative error, wh
 "within +-10%" asks for. Regressor families are registered by name (``gbr``, ``ridge``).
 
 The default is ``ridge``: on 150 measured archs per space (CPU, batch 1, 1x28x28; see
-``bench/predictor.py``) it held more held-out archs within +-10% than gradient boosting on both
-``mbconv`` and ``resnet``; latency is close to log-linear in log MACs and bytes, and boosting
-on ~100 training rows fits noise.
+``bench/hw_cost/predictor.py``) it held more held-out archs within +-10% than gradient boosting
+on both ``mbconv`` and ``resnet``; latency is close to log-linear in log MACs and bytes, and
+boosting on ~100 training rows fits noise.
 """
 
 from __future__ import annotations

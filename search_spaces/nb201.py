@@ -23,7 +23,7 @@ def edge_name(j: int, i: int) -> str:
     return f"node{j}_in{i}"
 
 
-_name = edge_name  # older spelling, still imported by bench/nb201_table.py
+_name = edge_name  # older spelling, still imported by bench/search/nb201_table.py
 
 
 class ReLUConvBN(nn.Sequential):

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 import analog
-from gpu.context import Context, Goal, Report, part
+from bench.gpu.context import Context, Goal, Report, part
 from hwnas.train.data import DataSplits, load_data
 from hwnas.train.loop import FitConfig, fit
 from search_spaces import get_space

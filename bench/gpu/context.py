@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -21,6 +20,7 @@ from typing import Any
 
 import torch
 
+from bench import command_line
 from hw_cost.backends import gpu_facts
 from hwnas.common.devices import is_cuda, tf32_state
 from hwnas.common.provenance import cpu_model, git_revision, versions
@@ -132,7 +132,7 @@ def write_record(ctx: Context, name: str, report: Report | None, seconds: float,
     """``<out>/<name>.json``: the part's report with everything that identifies it."""
     record = {"part": name, "device": ctx.device, "smoke": ctx.smoke,
               "facts": device_facts(ctx.device), "versions": versions(),
-              "git": git_revision(), "command": "python " + " ".join(sys.argv),
+              "git": git_revision(), "command": command_line(),
               "seconds": round(seconds, 2), "budget_s": ctx.budget_s, "error": error,
               **(asdict(report) if report else {"results": {}, "goals": [], "precision": {},
                                                 "notes": []})}

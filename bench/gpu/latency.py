@@ -17,7 +17,7 @@ import tempfile
 
 import torch
 
-from gpu.context import Context, Goal, Report, bare_times_ms, cov, part
+from bench.gpu.context import Context, Goal, Report, bare_times_ms, cov, part
 from hw_cost.cache import CostCache
 from hw_cost.latency import StopRule, measure_latency, prepare
 from hw_cost.options import DTYPES

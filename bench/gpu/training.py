@@ -26,7 +26,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from gpu.context import Context, Goal, Report, part
+from bench import ROOT
+from bench.gpu.context import Context, Goal, Report, part
 from hwnas.common.devices import tf32_block
 from hwnas.common.errors import HwnasError
 from hwnas.train.data import DataSplits, load_data
@@ -35,7 +36,6 @@ from hwnas.train.loop import FitConfig, Precision, fit
 from search_spaces import get_space
 
 ARCH = "rn:s16-d1r1c16-d1r1c32-d1r1c64"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _model(data: DataSplits, seed: int) -> torch.nn.Module:
@@ -231,8 +231,8 @@ def _milestone(ctx: Context, work: Path, steps: int) -> dict[str, Any]:
     trained = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         md = Path(tmp) / "supernet.md"
-        score = [sys.executable, "bench/supernet.py", "--checkpoint", str(ck), "--device",
-                 ctx.device, "--out", str(md), "--times", "1d",
+        score = [sys.executable, "-m", "bench.fidelity.supernet", "--checkpoint", str(ck),
+                 "--device", ctx.device, "--out", str(md), "--times", "1d",
                  *ctx.pick([], ["--truth", str(_truth_subset(tmp, 3)), "--eval-limit", "32",
                                 "--bn-images", "16", "--repeats", "1", "--train-limit", "200"])]
         proc = subprocess.run(score, cwd=ROOT, text=True, capture_output=True, check=False,

@@ -1,6 +1,6 @@
 """The default sampler: Pareto local search blended with multivariate TPE, without repeats.
 
-Why this design (measured in ``bench/search_quality.py`` and ``bench/search_conditional.py``,
+Why this design (measured in ``bench/search/quality.py`` and ``bench/search/conditional.py``,
 figures in ``bench/results/``): architecture spaces are discrete and small next to a budget of a
 few hundred evaluations, so
 

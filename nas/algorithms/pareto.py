@@ -126,7 +126,8 @@ def comparison_se(se: np.ndarray, repeats: np.ndarray | None = None,
     are Welch's for the difference of two scores with equal SEs and repeats, the comparison
     the margin serves. ``train_sd`` adds, in
     quadrature, the training noise that moves one arch's score between seeds (the recipe's,
-    calibrated by ``bench/fidelity.py report`` from seed gaps), which the evaluation SE lacks.
+    calibrated by ``python -m bench.fidelity report`` from seed gaps), which the evaluation SE
+    lacks.
     """
     se = np.abs(np.asarray(se, dtype=float))
     scale = np.ones_like(se)

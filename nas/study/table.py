@@ -33,7 +33,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
                               "give a CSV or Parquet file")
     if not p.is_file():
         raise ConfigError.one("tabular.path", "file must exist", str(p),
-                              "build it first (e.g. `python bench/nb201_table.py`) or fix the path")
+                              "build it first (e.g. `python -m bench.search.nb201_table`) or "
+                              "fix the path")
     return _read(str(p.resolve()), p.stat().st_mtime)
 
 

@@ -1,17 +1,13 @@
-"""Yardstick v2's measures (bench/fidelity_measures.py) against brute force and invariants."""
+"""Yardstick v2's measures (bench/fidelity/measures.py) against brute force and invariants."""
 
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import fidelity_measures as fm  # noqa: E402
+from bench.fidelity import measures as fm
 
 
 def _brute_concordance(s, t, c, ratio):  # noqa: ANN001, ANN202

@@ -7,25 +7,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from collect import gpu_section  # noqa: E402
-from gpu.context import Goal, bare_times_ms, cov  # noqa: E402
-from gpu_campaign import ORDER  # noqa: E402
+from bench import ROOT
+from bench.collect import gpu_section
+from bench.gpu.campaign import ORDER
+from bench.gpu.context import Goal, bare_times_ms, cov
 
 RECORD_KEYS = {"part", "device", "facts", "versions", "git", "command", "precision", "results",
                "goals", "seconds", "error", "smoke"}
 
 
 def _campaign(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "bench/gpu_campaign.py", *args], cwd=ROOT, text=True,
-                          capture_output=True, timeout=timeout, check=False,
+    return subprocess.run([sys.executable, "-m", "bench.gpu.campaign", *args], cwd=ROOT,
+                          text=True, capture_output=True, timeout=timeout, check=False,
                           env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
 
 
@@ -69,4 +66,4 @@ def test_bare_loop_times_each_call_on_the_cpu():
 
 
 def test_an_empty_results_folder_says_how_to_fill_it(tmp_path):
-    assert "python bench/gpu_campaign.py --all" in gpu_section(tmp_path)
+    assert "python -m bench.gpu.campaign --all" in gpu_section(tmp_path)

@@ -44,7 +44,7 @@ def test_bad_tables(tmp_path: Path, frame: pd.DataFrame, kwargs: dict, match: st
 
 
 def test_missing_file_and_arch(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="nb201_table.py"):
+    with pytest.raises(ConfigError, match="bench.search.nb201_table"):
         TabularEvaluator(tmp_path / "absent.parquet")
     with pytest.raises(ConfigError, match="CSV or Parquet"):
         TabularEvaluator(tmp_path / "table.xlsx")

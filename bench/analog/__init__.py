@@ -1,0 +1,1 @@
+"""Analog benchmarks: evaluation speed, energy model, drift study, layer-wise mapping."""

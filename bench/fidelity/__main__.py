@@ -1,0 +1,201 @@
+"""Fidelity: how well a scoring recipe ranks candidates, against a precise truth and across seeds.
+
+    python -m bench.fidelity bands --sample 170               # latency bands of truth v2
+    python -m bench.fidelity truth --workers 1 --hours 2      # grow the truth set (resumable)
+    python -m bench.fidelity truth --workers 6 --device cuda  # the same on a GPU, 6 workers on it
+    python -m bench.fidelity baselines --seeds 1,2             # free baselines per truth arch
+    python -m bench.fidelity score --recipes all --seeds 1,2   # score the truth archs per recipe
+    python -m bench.fidelity time --archs 3                    # s/candidate, every recipe, one run
+    python -m bench.fidelity report                            # table + plot from the stored scores
+
+``truth`` (bench/fidelity/truth.py) trains each truth architecture on the whole Fashion-MNIST
+training split and scores it on ``pcm`` at 1 d and 30 d with AdaBS and 20 programmings on the
+whole test split; the set lives in ``bench/data/fidelity`` with its recipe. ``score`` runs the
+study evaluator (``nas.scoring.evaluate.Evaluator``) with each recipe
+(bench/fidelity/recipes.py) on the
+truth architectures, once per seed. ``report`` gives, per recipe: Kendall tau against the truth
+(with a bootstrap interval over architectures), top-5 overlap, Kendall tau between two seeds,
+and seconds per candidate, as a table and a tau-vs-cost plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+
+from bench.fidelity import truth
+
+ARCHS = truth.DATA / "archs.json"
+DEFAULT_SPACES = "resnet:24,mbconv:12"
+# The quickstart's 5 ms latency budget keeps resnet archs up to about this size (MACs at the
+# reference 3x32x32 input): larger ones are never trained by such a study, and each costs hours
+# of CPU to train for the truth.
+MAX_MACS = {"resnet": 180e6, "mbconv": 60e6}
+
+
+def truth_archs(spec: str) -> dict[str, list[str]]:
+    """The truth architectures, chosen once and kept in archs.json (the set only grows)."""
+    chosen = json.loads(ARCHS.read_text()) if ARCHS.is_file() else {}
+    for item in spec.split(","):
+        space, _, n = item.partition(":")
+        have = chosen.get(space, [])
+        if len(have) < int(n):
+            fresh = truth.pick_archs(space, int(n), max_macs=MAX_MACS.get(space))
+            chosen[space] = have + [a for a in fresh if a not in have][: int(n) - len(have)]
+    ARCHS.parent.mkdir(parents=True, exist_ok=True)
+    ARCHS.write_text(json.dumps(chosen, indent=1))
+    return chosen
+
+
+def _worker(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None,
+            device: str = "cpu") -> None:
+    """Run truth units; ``spaces`` None: truth v2's plan (latency bands, second seed)."""
+    from bench.fidelity import bands
+
+    truth.DEVICE = device  # a spawned worker imports the module afresh
+    units = bands.plan_v2() if spaces is None else truth.plan(spaces)
+    truth.work(units, threads=threads, stop_after=seconds)
+
+
+def cmd_truth(args: argparse.Namespace) -> None:
+    spaces = truth_archs(args.spaces) if args.plan == "v1" else None
+    seconds = args.hours * 3600 if args.hours else None
+    if args.workers == 1:
+        _worker(spaces, args.threads, seconds, args.device)
+    else:
+        ctx = mp.get_context("spawn")
+        procs = [ctx.Process(target=_worker, args=(spaces, args.threads, seconds, args.device))
+                 for _ in range(args.workers)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+    print(f"truth: {truth.write_truth()}")
+
+
+def cmd_bands(args: argparse.Namespace) -> None:
+    from bench.fidelity import bands
+
+    for space in args.spaces.split(","):
+        measured = bands.measure(space, bands.candidates(space, args.sample))
+        picked = bands.pick(space, measured)
+        for name, archs in picked.items():
+            print(f"{space} {name}: {len(archs)} archs")
+        print(f"bands: {bands.write(space, picked, measured)}")
+
+
+def cmd_baselines(args: argparse.Namespace) -> None:
+    from bench.fidelity import baselines
+
+    archs = [a for a in truth_archs(DEFAULT_SPACES).get("resnet", []) + _banded("resnet")]
+    table = baselines.compute("resnet", list(dict.fromkeys(archs)),
+                              [int(s) for s in args.seeds.split(",")])
+    print(f"baselines: {len(table)} rows in {baselines.BASELINES}")
+
+
+def _banded(space: str) -> list[str]:
+    from bench.fidelity import bands
+
+    return bands.band_archs(space)
+
+
+def cmd_front(args: argparse.Namespace) -> None:
+    from bench._results import markdown
+    from bench.fidelity import front
+
+    res = front.run(args.recipe, args.trials, args.seeds,
+                    [int(x) for x in args.recipe_seeds.split(",")])
+    (truth.RESULTS / "fidelity_front.json").write_text(json.dumps(res))
+    print(markdown(front.rows(res)))
+
+
+def cmd_score(args: argparse.Namespace) -> None:
+    import pandas as pd
+
+    from bench.fidelity import recipes
+
+    spaces = truth_archs(args.spaces)
+    names = list(recipes.RECIPES) if args.recipes == "all" else args.recipes.split(",")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    archs = list(dict.fromkeys(spaces.get("resnet", []) + _banded("resnet")))
+    if args.max_latency:  # the search's pool: archs a study with that budget would train
+        from bench.fidelity import bands
+
+        lat = bands.measure("resnet", archs)
+        archs = [a for a in archs if lat[a]["latency_ms"] <= args.max_latency]
+    if args.with_truth:  # the ranking needs both sides: skip archs the truth does not hold yet
+        path = truth.DATA / "truth.csv"
+        held = set(pd.read_csv(path).arch) if path.is_file() else set()
+        archs = [a for a in archs if a in held]
+    recipes.score_all(archs[: args.archs], names, seeds, threads=args.threads)
+
+
+def cmd_time(args: argparse.Namespace) -> None:
+    from bench.fidelity import recipes
+
+    archs = truth.by_cost("resnet", truth_archs(args.spaces).get("resnet", []))[: args.archs]
+    names = ([*recipes.RECIPES, *recipes.TIMING_ONLY] if args.recipes == "all"
+             else args.recipes.split(","))
+    print(f"timing: {recipes.time_all(archs, names, threads=args.threads)}")
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    from bench.fidelity import report
+
+    truth.write_truth()
+    print(report.write(bootstrap=args.bootstrap))
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.fidelity",
+                                description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("truth", help="grow the truth set")
+    t.add_argument("--spaces", default=DEFAULT_SPACES, help="space:count,...")
+    t.add_argument("--workers", type=int, default=1)
+    t.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    t.add_argument("--hours", type=float, default=None, help="stop taking units after this")
+    t.add_argument("--device", default="cpu", help="cpu or cuda (recorded in each unit)")
+    t.add_argument("--plan", choices=("v2", "v1"), default="v2",
+                   help="v2: the latency bands of bands.json and the second seed; v1: --spaces")
+    t.set_defaults(run=cmd_truth)
+    b = sub.add_parser("bands", help="measure a sample's latency and pick truth v2's bands")
+    b.add_argument("--spaces", default="resnet")
+    b.add_argument("--sample", type=int, default=240, help="archs measured per space")
+    b.set_defaults(run=cmd_bands)
+    s = sub.add_parser("score", help="score the truth archs with each recipe")
+    s.add_argument("--spaces", default=DEFAULT_SPACES)
+    s.add_argument("--recipes", default="all")
+    s.add_argument("--seeds", default="0,1")
+    s.add_argument("--archs", type=int, default=24, help="first N resnet truth archs")
+    s.add_argument("--with-truth", action="store_true",
+                   help="only archs truth.csv already holds")
+    s.add_argument("--threads", type=int, default=1)
+    s.add_argument("--max-latency", type=float, default=None,
+                   help="only archs whose measured latency (bands.json setting) is below, ms")
+    s.set_defaults(run=cmd_score)
+    f = sub.add_parser("front", help="search fronts on the truth pool, scored at the truth")
+    f.add_argument("--recipe", default="default")
+    f.add_argument("--trials", type=int, default=10)
+    f.add_argument("--seeds", type=int, default=10, help="search seeds")
+    f.add_argument("--recipe-seeds", default="1,2", help="the recipe's scoring seeds used")
+    f.set_defaults(run=cmd_front)
+    z = sub.add_parser("baselines", help="params, MACs, latency, zero-cost proxies per arch")
+    z.add_argument("--seeds", default="1,2", help="initialisation seeds of the proxies")
+    z.set_defaults(run=cmd_baselines)
+    m = sub.add_parser("time", help="seconds per candidate of every recipe, in one run")
+    m.add_argument("--spaces", default=DEFAULT_SPACES)
+    m.add_argument("--recipes", default="all")
+    m.add_argument("--archs", type=int, default=3, help="the N cheapest resnet truth archs")
+    m.add_argument("--threads", type=int, default=1)
+    m.set_defaults(run=cmd_time)
+    r = sub.add_parser("report", help="table and plot from the stored scores")
+    r.add_argument("--bootstrap", type=int, default=2000)
+    r.set_defaults(run=cmd_report)
+    return p.parse_args(argv)
+
+
+if __name__ == "__main__":
+    args = parse()
+    args.run(args)

@@ -1,0 +1,171 @@
+"""Front regret against the truth: does a search beat the largest model that fits the budget?
+
+The pool is the resnet truth set inside the quickstart's 5 ms budget (latency as bands.json
+measured it). A search runs the quickstart's objectives (pcm@1d accuracy up, latency down) on
+the pool (``search_spaces.pool.PoolSpace``, what ``space_pool:`` gives a study) for ``--trials``
+candidates, each scored by a recipe's stored score under one seed (scores.csv: exactly what the
+study's evaluator returns for that (config, arch, seed)); its front is the Pareto set of those
+scores. That front is then scored at the truth: its hypervolume (truth pcm@1d against latency)
+as a fraction of the pool's true front. Side by side, at the same number of candidates:
+
+- ``default`` and ``random`` (and ``tpe_mv``) searches scored by the recipe;
+- ``default + size prior``: the default search whose first candidates are the free
+  params-greedy front (fastest first), the rest proposed by the sampler;
+- ``noise-aware front``: instead of the Pareto set of the scores, every candidate no other
+  beats by more than the front's margin at no more latency (``comparison_se`` with the recipe's
+  calibrated training noise, noise.json): what the scores cannot rule out, a larger set;
+- ``params-greedy@N``: the Pareto set of parameter count (up) against latency (down) among ``N``
+  random pool archs, no training at all;
+- ``params-greedy``: the same over the whole pool (free: no training needed to rank by size).
+
+    python -m bench.fidelity front --recipe default --recipe-seeds 1,2 --trials 6 --seeds 10
+
+Median and spread over search seeds; the recipe seed of search seed k is the k-th of
+``--recipe-seeds`` in turn (seeds disjoint from the truth's), so searches share noise draws.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import numpy as np
+import optuna
+import pandas as pd
+
+from bench.fidelity import bands
+from bench.fidelity.recipes import SCORES
+from bench.fidelity.truth import DATA
+from nas.algorithms.pareto import comparison_se, hypervolume, pareto_mask
+from nas.algorithms.samplers import make_sampler
+from search_spaces import get_space
+from search_spaces.pool import PoolSpace
+
+NOISE = DATA / "noise.json"
+BUDGET_MS = 5.0
+KEY = "acc_pcm@1d"
+DIRS = ["maximize", "minimize"]
+SEARCHERS = ("default", "random", "tpe_mv")
+
+
+def pool_table(recipe: str, seeds: list[int]) -> pd.DataFrame:
+    """Per pool arch: truth accuracy, latency, params and the recipe's score under ``seeds``
+    (archs scored under all of them)."""
+    truth = pd.read_csv(DATA / "truth.csv")
+    truth = truth[(truth.space == "resnet") & (truth.recipe == "digital")].set_index("arch")
+    lat = bands.measure("resnet", list(truth.index))
+    table = truth[[KEY, "params"]].assign(latency_ms=[lat[a]["latency_ms"] for a in truth.index])
+    scores = pd.read_csv(SCORES)
+    mine = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)].pivot_table(
+        index="arch", columns="seed", values="acc")
+    se = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)].pivot_table(
+        index="arch", columns="seed", values="acc_se")
+    reps = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)].pivot_table(
+        index="arch", columns="seed", values="repeats")
+    table = table.join(mine.add_prefix("score_s"), how="inner").join(
+        se.add_prefix("se_s"), how="inner").join(reps.add_prefix("reps_s"), how="inner")
+    return table[table.latency_ms <= BUDGET_MS].dropna()
+
+
+def true_hv(table: pd.DataFrame, members: list[str], ref: list[float]) -> float:
+    pts = table.loc[members, [KEY, "latency_ms"]].values
+    return hypervolume(pts, DIRS, ref)
+
+
+def search(table: pd.DataFrame, sampler: str, seed: int, trials: int,
+           score_col: str, prior: bool = False, train_sd: float | None = None) -> list[str]:
+    """The front (by the recipe's scores) of a ``trials``-candidate search over the pool;
+    ``prior``: the free params-greedy front is enqueued first (fastest first), the sampler
+    proposes the rest."""
+    space = PoolSpace(get_space("resnet"), list(table.index))
+    seen: list[str] = []
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        arch = space.sample(trial)
+        seen.append(arch)
+        return float(table.at[arch, score_col]), float(table.at[arch, "latency_ms"])
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    chosen = make_sampler(sampler, seed=seed)
+    if hasattr(chosen, "attach"):  # as the study driver does: plans and mutations from the space
+        chosen.attach(space=space)
+    study = optuna.create_study(directions=DIRS, sampler=chosen)
+    if prior:
+        free = params_greedy(table, list(table.index))
+        for arch in sorted(free, key=lambda a: table.at[a, "latency_ms"])[:trials]:
+            study.enqueue_trial(space.decode(arch))
+    study.optimize(objective, n_trials=trials)
+    if train_sd is not None:
+        return noise_front(table, list(dict.fromkeys(seen)), score_col, train_sd)
+    return _front(table, list(dict.fromkeys(seen)), score_col)
+
+
+def noise_front(table: pd.DataFrame, archs: list[str], col: str, train_sd: float) -> list[str]:
+    """Every arch no other arch beats by more than the front's margin at no more latency: what
+    the scores cannot rule out (``comparison_se``: t quantile of the programmings, plus the
+    recipe's calibrated training noise)."""
+    seed = col.removeprefix("score_s")
+    sub = table.loc[archs]
+    se = comparison_se(sub[f"se_s{seed}"].values, sub[f"reps_s{seed}"].values, train_sd)
+    acc, lat = sub[col].values, sub.latency_ms.values
+    keep = []
+    for i, arch in enumerate(archs):
+        beaten = (lat <= lat[i]) & (acc - acc[i] > 2 * np.sqrt(se**2 + se[i] ** 2))
+        if not beaten.any():
+            keep.append(arch)
+    return keep
+
+
+def _front(table: pd.DataFrame, archs: list[str], col: str) -> list[str]:
+    vals = table.loc[archs, [col, "latency_ms"]].values
+    return [a for a, keep in zip(archs, pareto_mask(vals, DIRS), strict=True) if keep]
+
+
+def params_greedy(table: pd.DataFrame, archs: list[str]) -> list[str]:
+    return _front(table, archs, "params")
+
+
+def run(recipe: str, trials: int, seeds: int, recipe_seeds: list[int]) -> dict[str, Any]:
+    table = pool_table(recipe, recipe_seeds)
+    cols = [c for c in table.columns if c.startswith("score_s")]
+    ref = [float(table[KEY].min()), BUDGET_MS]
+    best = true_hv(table, _front(table, list(table.index), KEY), ref)
+    sd = json.loads(NOISE.read_text()).get(recipe, {}).get(KEY, 0.0) if NOISE.is_file() else 0.0
+    arms = (*SEARCHERS, "default + size prior", "default, noise-aware front",
+            "default + size prior, noise-aware front", "params-greedy@N")
+    out: dict[str, list[float]] = {s: [] for s in arms}
+    for k in range(seeds):
+        col = cols[k % len(cols)]
+        for name in SEARCHERS:
+            out[name].append(true_hv(table, search(table, name, k, trials, col), ref) / best)
+        for name, prior, noise in (("default + size prior", True, None),
+                                   ("default, noise-aware front", False, sd),
+                                   ("default + size prior, noise-aware front", True, sd)):
+            found = search(table, "default", k, trials, col, prior=prior, train_sd=noise)
+            out[name].append(true_hv(table, found, ref) / best)
+        drawn = random.Random(k).sample(list(table.index), min(trials, len(table)))
+        out["params-greedy@N"].append(true_hv(table, params_greedy(table, drawn), ref) / best)
+    whole = true_hv(table, params_greedy(table, list(table.index)), ref) / best
+    return {"recipe": recipe, "pool": len(table), "trials": trials, "seeds": seeds,
+            "train_noise_sd": sd,
+            "recipe_seeds": [c.removeprefix("score_s") for c in cols], "ref": ref,
+            "hv": out, "params_greedy_pool": whole}
+
+
+def rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    greedy = np.array(res["hv"]["params-greedy@N"])
+    out = []
+    for name, hv in res["hv"].items():
+        hv = np.array(hv)
+        q1, med, q3 = np.percentile(hv, [25, 50, 75])
+        row = {"front from": name, "median HV fraction": round(float(med), 3),
+               "IQR": f"[{q1:.3f}, {q3:.3f}]", "min": round(float(hv.min()), 3)}
+        if name != "params-greedy@N":
+            row["seeds above params-greedy@N"] = f"{int((hv > greedy).sum())}/{len(hv)}"
+            row["seeds above params-greedy (pool)"] = (
+                f"{int((hv > res['params_greedy_pool']).sum())}/{len(hv)}")
+        out.append(row)
+    out.append({"front from": "params-greedy (whole pool, free)",
+                "median HV fraction": round(res["params_greedy_pool"], 3)})
+    return out

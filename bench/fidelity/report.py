@@ -1,0 +1,372 @@
+"""The fidelity table and plot (yardstick v2): each scorer's ranking of the truth at equal cost.
+
+Rows are scorers: the free baselines (parameter count, MACs, measured latency, the zero-cost
+proxies ``synflow`` and ``naswot`` at initialisation; bench/fidelity/baselines.py) and every
+recipe under each seed it ran, one row per seed, since a study runs one seed. A mean over seeds is
+its own row, labelled with its real cost (seeds x seconds). Seed 0 shares its initial weights and
+programming seeds with the truth, so its rows are marked; seeds 1 and 2 are disjoint from it.
+
+Columns (bench/fidelity/measures.py): Kendall tau against the truth; the headline measures at
+equal cost, residual tau after log(params) and concordance on pairs whose latencies are within
+1.25x (number of pairs in brackets); the mean tau inside truth v2's latency bands where the truth
+has them; top-5 overlap; seconds per candidate: from the same-run timing (``bench.fidelity time``)
+where it has the recipe, and ``s (its runs)``, the median of the scoring runs themselves (which
+shared a loaded host: compare them only with each other). Intervals: 95% bootstrap over archs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from bench import RESULTS
+from bench._results import markdown
+from bench.fidelity import bands, front
+from bench.fidelity import measures as fm
+from bench.fidelity.baselines import BASELINES as BASE_CSV
+from bench.fidelity.recipes import RECIPES, SCORES, TIMING
+from bench.fidelity.truth import DATA
+from nas.algorithms.pareto import comparison_se
+
+KEY = "acc_pcm@1d"
+BAND_RATIO = 1.25
+# The quickstart's latency budget: archs above it are never trained by such a study, so the
+# yardstick ranks the truth archs inside it (their latency as bands.json measured it).
+BUDGET_MS = 5.0
+# Below these counts a bootstrap interval of tau is degenerate (resamples of 4 points repeat
+# points; a tau of 1 gives [1, 1]) and a top-5 overlap is trivially near 5/5.
+MIN_BOOT, MIN_TOP = 6, 10
+# Baseline scores: larger means "predicted better" (a larger net ranks higher, as on the truth).
+BASELINES = ("params", "macs", "latency_ms", "synflow", "naswot")
+
+
+def _seconds(recipe: str, mine: pd.DataFrame, timing: pd.DataFrame | None) -> float:
+    """Median seconds per candidate: from the same-run timing (``bench.fidelity time``) when it has
+    the recipe, else from the scoring runs (which shared the host with other jobs)."""
+    if timing is not None and recipe in set(timing.recipe):
+        return float(timing[timing.recipe == recipe].seconds.median())
+    return float(mine.seconds.median())
+
+
+def _ci(fn, cols: list[np.ndarray], n: int) -> str:  # noqa: ANN001
+    if len(cols[0]) < MIN_BOOT or n <= 0:
+        return "n/a"
+    lo, hi = fm.bootstrap(fn, cols, n)
+    return f"[{lo:.2f}, {hi:.2f}]"
+
+
+def measures(score: np.ndarray, ref: pd.DataFrame, bootstrap: int) -> dict[str, Any]:
+    """Every yardstick measure of ``score`` (aligned with ``ref``'s rows) against the truth."""
+    t, params = ref[KEY].values, ref.params.values.astype(float)
+    lat, band = ref.latency_ms.values.astype(float), ref.band.values
+    conc, pairs = fm.band_concordance(score, t, lat, BAND_RATIO)
+    return {
+        "archs": len(t),
+        "tau": fm.tau(score, t), "tau CI": _ci(fm.tau, [score, t], bootstrap),
+        "residual tau": fm.residual_tau(score, t, params),
+        "residual CI": _ci(fm.residual_tau, [score, t, params], bootstrap),
+        f"concordance, latency {BAND_RATIO}x": f"{conc:.2f} ({pairs} pairs)",
+        "within-band tau": fm.within_band_tau(score, t, band),
+        "top-5": f"{fm.top_overlap(score, t)}/5" if len(t) >= MIN_TOP else "n/a"}
+
+
+def reference(truth: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFrame:
+    """The resnet truth (seed 0) with each arch's params, latency and band."""
+    ref = truth[(truth.space == "resnet") & (truth.recipe == "digital")].set_index("arch")
+    lat = baselines.groupby("arch").latency_ms.first() if len(baselines) else pd.Series()
+    ref = ref.assign(latency_ms=lat.reindex(ref.index).values,
+                     band=[bands.band_of("resnet").get(a, "") for a in ref.index])
+    return ref[ref.latency_ms <= BUDGET_MS]
+
+
+def baseline_rows(ref: pd.DataFrame, baselines: pd.DataFrame,
+                  bootstrap: int) -> list[dict[str, Any]]:
+    out = []
+    for seed, per in baselines.groupby("seed"):
+        per = per.set_index("arch").reindex(ref.index)
+        for name in BASELINES:
+            static = name in ("params", "macs", "latency_ms")
+            if static and seed != baselines.seed.min():
+                continue  # a static count has no seed: one row
+            # log of the static counts: the same ranks, and log(params) is exactly the size
+            # trend the residual measure removes (its residual tau is 0 by construction)
+            score = per[name].values.astype(float)
+            score = np.log(score) if static else score
+            secs = per.get(f"{name}_s", pd.Series(0.0, index=per.index)).median()
+            out.append({"scorer": name if static else f"{name} seed {seed}", "kind": "free",
+                        **measures(score, ref, bootstrap), "s / candidate": float(secs)})
+    return out
+
+
+def recipe_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+                timing: pd.DataFrame | None) -> list[dict[str, Any]]:
+    out = []
+    for recipe in [r for r in RECIPES if r in set(scores.recipe)]:
+        mine = scores[scores.recipe == recipe]
+        per_seed = mine.pivot_table(index="arch", columns="seed", values="acc").reindex(ref.index)
+        secs = _seconds(recipe, mine, timing)
+        for seed in per_seed.columns:
+            col = per_seed[seed].dropna()
+            if len(col) < 3:
+                continue
+            label = f"{recipe} seed {seed}" + (" (the truth's seed)" if seed == 0 else "")
+            here = float(mine[mine.seed == seed].seconds.median())
+            out.append({"scorer": label, "kind": "one run",
+                        **measures(col.values, ref.loc[col.index], bootstrap),
+                        "s / candidate": secs, "s (its runs)": here})
+        disjoint = [s for s in per_seed.columns if s != 0]  # a mean away from the truth's seed
+        both = per_seed[disjoint if len(disjoint) >= 2 else list(per_seed.columns)].dropna()
+        if both.shape[1] >= 2 and len(both) >= 3:
+            seeds = ",".join(str(s) for s in both.columns)
+            out.append({"scorer": f"{recipe} mean of seeds {seeds}", "kind": "seed mean",
+                        **measures(both.mean(axis=1).values, ref.loc[both.index], bootstrap),
+                        "s / candidate": secs * both.shape[1]})
+    return out
+
+
+def derived_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+                 timing: pd.DataFrame | None, recipe: str = "default",
+                 baselines: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Scorers computed from ``recipe``'s own runs, per seed: the training-speed estimate
+    (minus the sum of the epochs' training losses; its cost is the training alone) and the
+    recipe's score shrunk toward its size trend (empirical Bayes: the residual after
+    log(params) is scaled by signal / (signal + noise), noise the median stored SE squared)."""
+    mine = scores[scores.recipe == recipe]
+    out = []
+    for seed, per in mine.groupby("seed"):
+        per = per.set_index("arch").reindex(ref.index).dropna(subset=["acc"])
+        if len(per) < 3:
+            continue
+        sub = ref.loc[per.index]
+        if "train_loss_sum" in per and per.train_loss_sum.notna().all():
+            out.append({"scorer": f"TSE ({recipe} training) seed {seed}", "kind": "one run",
+                        **measures(-per.train_loss_sum.values, sub, bootstrap),
+                        "s / candidate": float("nan"),
+                        "s (its runs)": float(per.train_seconds.median())})
+        syn = (baselines[baselines.seed == seed].set_index("arch").synflow.reindex(per.index)
+               if baselines is not None and len(baselines) else None)
+        if syn is not None and syn.notna().all():  # the free proxy at the same seed's init
+            mixed = rankdata(per.acc.values) + rankdata(syn.values)
+            out.append({"scorer": f"{recipe} + synflow (rank mean) seed {seed}",
+                        "kind": "one run", **measures(mixed, sub, bootstrap),
+                        "s / candidate": _seconds(recipe, mine, timing),
+                        "s (its runs)": float(per.seconds.median())})
+        out.append({"scorer": f"{recipe} shrunk to size seed {seed}", "kind": "one run",
+                    **measures(shrunk(per.acc.values, sub.params.values, per.acc_se.values),
+                               sub, bootstrap),
+                    "s / candidate": _seconds(recipe, mine, timing),
+                    "s (its runs)": float(per.seconds.median())})
+    return out
+
+
+def shrunk(score: np.ndarray, params: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """``score`` pulled toward its least-squares line on log(params) by its noise share."""
+    x = np.log(params.astype(float))
+    resid = fm.residuals(score, x)
+    noise = float(np.median(se)) ** 2
+    signal = max(float(np.var(resid, ddof=1)) - noise, 0.0)
+    return score - resid + resid * signal / (signal + noise) if signal + noise > 0 else score
+
+
+def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+         timing: pd.DataFrame | None = None,
+         baselines: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    baselines = baselines if baselines is not None else pd.DataFrame(
+        columns=["arch", "seed", "latency_ms"])
+    ref = reference(truth, baselines)
+    return [*baseline_rows(ref, baselines, bootstrap),
+            *recipe_rows(ref, scores, bootstrap, timing),
+            *derived_rows(ref, scores, bootstrap, timing, baselines=baselines)]
+
+
+def plot(table: pd.DataFrame, path: Path) -> None:
+    """Residual tau and cost-band concordance against seconds per candidate (log scale)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 4))
+    conc_col = f"concordance, latency {BAND_RATIO}x"
+    for ax, col, label in zip(fig.subplots(1, 2), ("residual tau", conc_col),
+                              ("Kendall tau of residuals after log(params)",
+                               f"concordance on pairs with latency within {BAND_RATIO}x"),
+                              strict=True):
+        for _, r in table.iterrows():
+            y = float(str(r[col]).split()[0])
+            x = r["s / candidate"] if np.isfinite(r["s / candidate"]) else r["s (its runs)"]
+            x = max(float(x), 1e-3)
+            color = {"free": "C2", "one run": "C0", "seed mean": "C1"}[r["kind"]]
+            ax.scatter(x, y, c=color, s=18)
+            ax.annotate(r["scorer"], (x, y), fontsize=6, xytext=(2, 2),
+                        textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_xlabel("seconds per candidate (median, 1 CPU thread)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    for kind, color in (("free baseline", "C2"), ("one run", "C0"), ("seed mean", "C1")):
+        fig.axes[0].scatter([], [], c=color, label=kind)
+    fig.axes[0].legend(fontsize=7)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+
+
+def ceiling(truth_seeds: pd.DataFrame, truth: pd.DataFrame) -> str:
+    """The truth's own noise, from the archs trained under a second seed, and the tau it caps."""
+    digital = truth_seeds[(truth_seeds.space == "resnet") & (truth_seeds.recipe == "digital")]
+    wide = digital.pivot_table(index="arch", columns="seed", values=KEY).dropna()
+    if wide.shape[1] < 2 or len(wide) < 2:
+        return ("The truth's seed noise is not measured yet: no arch has two truth seeds "
+                f"({len(wide)} so far).")
+    a, b = wide.iloc[:, 0].values, wide.iloc[:, 1].values
+    sd = fm.seed_noise_sd(a, b)
+    ref = truth[(truth.space == "resnet") & (truth.recipe == "digital")][KEY].values
+    med, low = fm.tau_ceiling(ref, sd)
+    return (f"Truth noise: {len(wide)} archs trained under seeds {list(wide.columns)}; median "
+            f"|gap| {100 * float(np.median(np.abs(a - b))):.2f} pt, noise SD per truth value "
+            f"{100 * sd:.2f} pt (SD of the gaps / sqrt 2); Kendall tau between the two seeds "
+            f"{fm.tau(a, b):.2f} on these archs. A noiseless score ranked against this truth "
+            f"({len(ref)} archs) would reach tau {med:.2f} (5th percentile {low:.2f}): the "
+            "ceiling of every tau in the table.")
+
+
+NOISE = DATA / "noise.json"
+
+
+def seed_pairs(mine: pd.DataFrame) -> pd.DataFrame:
+    """Every (arch, seed a < seed b) pair of one recipe's scores, with both SEs and repeats."""
+    cols = ["arch", "acc", "acc_se", "repeats"]
+    rows = []
+    for sa, sb in [(a, b) for a in sorted(set(mine.seed)) for b in sorted(set(mine.seed)) if a < b]:
+        m = mine[mine.seed == sa][cols].merge(mine[mine.seed == sb][cols], on="arch")
+        rows.append(m)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def _outside(p: pd.DataFrame, train_sd: float, t_quantile: bool = True) -> float:
+    """Share of pairs whose gap exceeds the front's margin, 2 * sqrt(se_x^2 + se_y^2)."""
+    rx, ry = (p.repeats_x.values, p.repeats_y.values) if t_quantile else (None, None)
+    se_x = comparison_se(p.acc_se_x.values, rx, train_sd)
+    se_y = comparison_se(p.acc_se_y.values, ry, train_sd)
+    return float(np.mean(np.abs(p.acc_x - p.acc_y).values > 2 * np.sqrt(se_x**2 + se_y**2)))
+
+
+def calibrate(scores: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per recipe: the training noise SD its seed gaps imply (mean squared gap / 2 minus the
+    mean squared evaluation SE), and the share of same-arch pairs outside the front's 2-SE
+    margin without and with it (``comparison_se``; about 5% when the noise model is honest).
+    The SD is fitted on the same pairs it is checked on: a check of the model, not a held-out
+    test. Written to noise.json for studies' ``pareto.train_noise``."""
+    out, stored = [], {}
+    for recipe in [r for r in RECIPES if r in set(scores.recipe)]:
+        p = seed_pairs(scores[scores.recipe == recipe])
+        if len(p) < 5:
+            continue
+        gap = (p.acc_x - p.acc_y).values
+        var = float(np.mean(gap**2) / 2 - np.mean((p.acc_se_x**2 + p.acc_se_y**2) / 2))
+        sd = max(var, 0.0) ** 0.5
+
+        stored[recipe] = {"acc_pcm@1d": round(sd, 4), "pairs": len(p)}
+        out.append({"recipe": recipe, "same-arch seed pairs": len(p),
+                    "median |gap| (pt)": 100 * float(np.median(np.abs(gap))),
+                    "training noise SD (pt)": 100 * sd,
+                    "outside: 2 SE (before)": f"{100 * _outside(p, 0.0, False):.0f}%",
+                    "outside: t quantile": f"{100 * _outside(p, 0.0):.0f}%",
+                    "outside: t + training noise": f"{100 * _outside(p, sd):.0f}%"})
+    NOISE.write_text(json.dumps(stored, indent=1))
+    return out
+
+
+def write(*, bootstrap: int = 2000) -> str:
+    truth = pd.read_csv(DATA / "truth.csv")
+    seeds_csv = DATA / "truth_seeds.csv"
+    truth_seeds = pd.read_csv(seeds_csv) if seeds_csv.is_file() else truth.assign(seed=0)
+    scores = pd.read_csv(SCORES)
+    timing = pd.read_csv(TIMING) if TIMING.is_file() else None
+    baselines = pd.read_csv(BASE_CSV) if BASE_CSV.is_file() else None
+    table = pd.DataFrame(rows(truth, scores, bootstrap, timing, baselines))
+    plot(table, RESULTS / "fidelity" / "yardstick_v2.png")
+    text = markdown(table.to_dict("records")) + _same_archs(truth, scores, bootstrap, timing,
+                                                           baselines)
+    noise = (ceiling(truth_seeds, truth) + "\n\n" + _calibration_text(calibrate(scores))
+             + _front_text())
+    (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing, noise))
+    return text
+
+
+def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame,
+          timing: pd.DataFrame | None, noise: str) -> str:
+    n_truth = int(((truth.space == "resnet") & (truth.recipe == "digital")).sum())
+    when = (f"Seconds per candidate: `bench.fidelity time` ({timing.arch.nunique()} "
+            f"cheapest truth archs, every recipe in one process, seed 0, "
+            f"{int(timing.threads.iloc[0])} thread), where it has the recipe; else the "
+            "scoring runs' median." + _asis(timing) + "\n\n" if timing is not None else "")
+    return (f"## Fidelity: ranking quality of scoring recipes at equal cost (yardstick v2)\n\n"
+            f"Command: `bench.fidelity report` (after `bands`, `truth`, `baselines` "
+            f"and `score`), 1 CPU thread per process. Truth: {n_truth} resnet architectures "
+            f"(bench/data/fidelity/truth.csv, recipe in recipe.json, latency bands in "
+            f"bands.json); recipe scores: {len(scores)} candidate evaluations (scores.csv); "
+            f"free baselines: baselines.csv. pcm@1d throughout.\n\n{when}{text}\n\n"
+            f"{noise}\n\n![yardstick v2](fidelity/yardstick_v2.png)\n{_findings()}")
+
+
+MAIN = ("default", (1, 2))  # the shipped recipe under the seeds disjoint from the truth's
+MAIN_RECIPES = ("quickstart", "default", "default_hwa", "e2_lean", "eco")
+
+
+def _same_archs(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+                timing: pd.DataFrame | None, baselines: pd.DataFrame | None) -> str:
+    """The headline comparison: every row on the same archs, those the shipped recipe scored
+    under both seeds disjoint from the truth's (rows over different archs do not compare)."""
+    recipe, seeds = MAIN
+    mine = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)]
+    held = [a for a, n in mine.groupby("arch").size().items() if n == len(seeds)]
+    if len(held) < 3:
+        return ""
+    keep = scores[scores.arch.isin(held) & scores.recipe.isin(MAIN_RECIPES)]
+    base = baselines[baselines.arch.isin(held)] if baselines is not None else None
+    table = rows(truth[truth.arch.isin(held)], keep, bootstrap, timing, base)
+    return (f"\n\nThe same measures on the same {len(held)} archs: those `{recipe}` scored "
+            f"under seeds {', '.join(map(str, seeds))} (the comparison to read):\n\n"
+            + markdown(table))
+
+
+def _calibration_text(table: list[dict[str, Any]]) -> str:
+    return ("Calibration of the front's margin (`nas.algorithms.pareto.comparison_se`), from "
+            "each recipe's same-arch pairs across seeds; the training noise SD goes to "
+            "bench/data/fidelity/noise.json and into a study's `pareto.train_noise`:\n\n"
+            + markdown(table))
+
+
+def _front_text() -> str:
+    """The front-regret table (``bench.fidelity front``), when it has run."""
+    path = RESULTS / "fidelity_front.json"
+    if not path.is_file():
+        return ""
+    res = json.loads(path.read_text())
+    return (f"\n\nFront regret (`bench.fidelity front --recipe {res['recipe']} "
+            f"--trials {res['trials']} --seeds {res['seeds']}`): searches over the "
+            f"{res['pool']} truth archs inside the 5 ms budget, each candidate scored by the "
+            f"recipe's stored score under seed {' or '.join(res['recipe_seeds'])} (search seed "
+            f"k uses the k-th of them in turn), the returned front scored at the truth: "
+            f"hypervolume of truth pcm@1d against latency, reference (accuracy "
+            f"{res['ref'][0]:.3f}, {res['ref'][1]} ms), as a fraction of the pool's true "
+            f"front.\n\n" + markdown(front.rows(res)))
+
+
+def _asis(timing: pd.DataFrame) -> str:
+    """The quickstart recipe's cost as 637f7ed ran it (a validation pass per epoch), same run."""
+    old = timing[timing.recipe == "quickstart_637f7ed"].seconds
+    if old.empty:
+        return ""
+    return (f" The quickstart recipe as 637f7ed ran it (`quickstart_637f7ed`: the same scores, "
+            f"plus a pass over the 6,000 validation images after each epoch) took "
+            f"{old.median():.1f} s per candidate in the same run.")
+
+
+def _findings() -> str:
+    """The reading of the figures, written by hand next to the data it reads."""
+    path = DATA / "findings.md"
+    return "\n" + path.read_text() if path.is_file() else ""

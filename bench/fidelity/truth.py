@@ -1,0 +1,321 @@
+"""The fidelity truth set: architectures trained long and scored precisely, to rank recipes against.
+
+Each architecture goes through four units of work, each a JSON file under
+``bench/data/fidelity/units/`` once done:
+
+- ``train``: ``TRUTH["train"]`` on the whole Fashion-MNIST training split (60,000 images);
+- ``score``: digital test accuracy and ``pcm`` at 1 d and 30 d on the whole test split
+  (10,000 images), AdaBS on 512 training images, 10 programmings (20 in the units of the
+  first set: the programming SE was small next to training noise, which a second seed measures);
+- ``hwa``: HWA fine-tuning of the trained model (``TRUTH["hwa"]``), then ``score_hwa`` as above.
+
+Units are claimed with lock files, so several workers (processes, or machines sharing the folder)
+grow one truth set; a claim whose process is gone is taken over. Trained weights are kept in
+``.hwnas_cache/fidelity/`` (not in git): every unit is seeded, so a missing one is retrained
+to the same weights. ``truth.csv`` is rebuilt from the units.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bench import ROOT
+
+DATA = ROOT / "bench" / "data" / "fidelity"
+MODELS = ROOT / ".hwnas_cache" / "fidelity"
+PHASES = ("train", "score", "hwa", "score_hwa")
+NEEDS = {"train": None, "score": "train", "hwa": "train", "score_hwa": "hwa"}
+
+TRUTH: dict[str, Any] = {
+    "data": {"name": "fashion_mnist", "val_fraction": 0.0, "seed": 0},
+    "train": {"epochs": 5, "batch_size": 256, "lr": 0.2, "label_smoothing": 0.1,
+              "warmup_epochs": 0.5, "seed": 0},
+    "hwa": {"epochs": 1, "batch_size": 256, "lr": 0.02, "label_smoothing": 0.1,
+            "weight_noise": 0.1},
+    "score": {"hw": "pcm", "times": ["1d", "30d"], "repeats": 10, "adabs": 512, "seed": 0,
+              "fast": True, "images": "test split (10,000)"},
+    "threads": 1,
+}
+# Where the units run (``bench.fidelity truth --device``): not part of the recipe, recorded in each
+# unit's provenance. On CUDA, training runs in fp32 (no autocast) like on the CPU.
+DEVICE = "cpu"
+
+
+@dataclass(frozen=True)
+class Unit:
+    space: str
+    arch: str
+    phase: str
+    seed: int = 0  # the truth's training, initialisation and programming seed
+
+    @property
+    def stem(self) -> str:
+        tail = f"__s{self.seed}" if self.seed else ""  # seed 0 keeps the first set's names
+        return f"{self.space}__{self.arch.replace(':', '_')}__{self.phase}{tail}"
+
+    def at(self, phase: str) -> Unit:
+        return Unit(self.space, self.arch, phase, self.seed)
+
+    @property
+    def path(self) -> Path:
+        return DATA / "units" / f"{self.stem}.json"
+
+    def done(self) -> bool:
+        return self.path.is_file()
+
+
+def pick_archs(space_name: str, n: int, *, max_macs: float | None, seed: int = 0) -> list[str]:
+    """``n`` archs spread evenly over log-MACs (up to ``max_macs``), ordered so that any prefix
+    is spread too (small, large, middle, ...): a partly built truth set is still usable."""
+    from search_spaces import get_space
+
+    space = get_space(space_name)
+    rng = random.Random(seed)
+    pool = {space.random_arch(rng) for _ in range(600)}
+    sized = sorted((space.features(a)["macs"], a) for a in pool)
+    sized = [(m, a) for m, a in sized if max_macs is None or m <= max_macs]
+    lo, hi = math.log(sized[0][0]), math.log(sized[-1][0])
+    picked: list[str] = []
+    for q in _spread_order(n):
+        target = lo + q * (hi - lo)
+        best = min((abs(math.log(m) - target), a) for m, a in sized if a not in picked)
+        picked.append(best[1])
+    return picked
+
+
+def _spread_order(n: int) -> list[float]:
+    """Quantiles 0..1 in an order whose every prefix covers the range (van der Corput)."""
+    qs: list[float] = [0.0, 1.0]
+    k = 1
+    while len(qs) < n:
+        den = 2**k
+        qs += [i / den for i in range(1, den, 2)]
+        k += 1
+    return qs[:n]
+
+
+def by_cost(space_name: str, archs: list[str]) -> list[str]:
+    """Cheapest first (MACs): on a CPU the largest archs take hours each, so a run that has to
+    stop leaves as many finished archs as it can; later runs fill in the large ones."""
+    from search_spaces import get_space
+
+    space = get_space(space_name)
+    return sorted(archs, key=lambda a: space.features(a)["macs"])
+
+
+def plan(spaces: dict[str, list[str]]) -> list[Unit]:
+    """Work in priority order: digital train+score for every space first, then HWA."""
+    order = {s: by_cost(s, archs) for s, archs in spaces.items()}
+    first = [Unit(s, a, p) for s, archs in order.items() for a in archs for p in PHASES[:2]]
+    later = [Unit(s, a, p) for s, archs in order.items() for a in archs for p in PHASES[2:]]
+    return first + later
+
+
+# -- claims -------------------------------------------------------------------------------------
+def _claim(unit: Unit) -> bool:
+    lock = DATA / "claims" / f"{unit.stem}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    me = f"{socket.gethostname()} {os.getpid()}"
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        host, _, pid = lock.read_text().partition(" ")
+        if host != socket.gethostname() or _alive(int(pid or 0)):
+            return False
+        lock.unlink(missing_ok=True)  # its worker is gone: take the unit over
+        return _claim(unit)
+    os.write(fd, me.encode())
+    os.close(fd)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return pid > 0
+
+
+def _release(unit: Unit) -> None:
+    (DATA / "claims" / f"{unit.stem}.lock").unlink(missing_ok=True)
+
+
+def next_unit(units: list[Unit]) -> Unit | None:
+    for unit in units:
+        need = NEEDS[unit.phase]
+        if unit.done() or (need and not unit.at(need).done()):
+            continue
+        if _claim(unit):
+            return unit
+    return None
+
+
+# -- the work -----------------------------------------------------------------------------------
+def _data():  # noqa: ANN202 - DataSplits, loaded once per process
+    from hwnas.train.data import load_data
+
+    if not hasattr(_data, "cached"):
+        _data.cached = load_data(**TRUTH["data"])
+    return _data.cached
+
+
+def _model(unit: Unit, phase: str) -> torch.nn.Module:
+    from hwnas.common.seeds import TrialSeeds
+    from search_spaces import get_space
+
+    data = _data()
+    with torch.random.fork_rng():
+        torch.manual_seed(TrialSeeds(unit.seed).init)
+        model = get_space(unit.space).build(unit.arch, in_chans=data.in_chans,
+                                            num_classes=data.num_classes,
+                                            img_size=data.img_size)
+    path = MODELS / f"{unit.at(phase).stem}.pt"
+    if not path.is_file() and phase != "init":
+        _redo(unit.at(phase))
+    if path.is_file():
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return model.eval()
+
+
+def _redo(unit: Unit) -> None:
+    """Weights of a done unit that this machine lacks: recomputed (seeded, so identical)."""
+    run_unit(unit, record=False)
+
+
+def run_unit(unit: Unit, *, record: bool = True) -> dict[str, Any]:
+    start = time.perf_counter()
+    out = {"train": _train, "hwa": _hwa, "score": _score, "score_hwa": _score}[unit.phase](unit)
+    out.update(space=unit.space, arch=unit.arch, phase=unit.phase, seed=unit.seed,
+               seconds=round(time.perf_counter() - start, 1))
+    if record:
+        from hwnas.common.provenance import provenance
+
+        out["provenance"] = provenance(DEVICE)
+        unit.path.parent.mkdir(parents=True, exist_ok=True)
+        unit.path.write_text(json.dumps(out, indent=1, default=str))
+    return out
+
+
+def _save(model: torch.nn.Module, unit: Unit) -> None:
+    MODELS.mkdir(parents=True, exist_ok=True)
+    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, MODELS / f"{unit.stem}.pt")
+
+
+def _train(unit: Unit) -> dict[str, Any]:
+    from hwnas.train.loop import FitConfig, evaluate, fit
+
+    data, model = _data(), _model(unit, "init")
+    cfg = {**TRUTH["train"], "seed": unit.seed}
+    result = fit(model, data, FitConfig(**cfg, device=DEVICE, amp=False))
+    _save(model, unit)
+    acc = evaluate(model, data.x_test, data.y_test, device=DEVICE)["acc"]
+    return {"acc_digital": acc, "train_seconds": round(result.seconds, 1),
+            "params": sum(p.numel() for p in model.parameters())}
+
+
+def _hwa(unit: Unit) -> dict[str, Any]:
+    import analog
+    from analog.hwa import HwaOptions
+    from hwnas.common.seeds import stream_seed
+    from hwnas.train.loop import FitConfig, evaluate
+
+    cfg = dict(TRUTH["hwa"])
+    noise = cfg.pop("weight_noise")
+    data, model = _data(), _model(unit, "train")
+    fit_cfg = FitConfig(**cfg, seed=stream_seed(unit.seed, "hwa"), device=DEVICE, amp=False)
+    result = analog.hwa_fit(model, data, "pcm", fit_cfg, options=HwaOptions(weight_noise=noise))
+    _save(model, unit)
+    return {"acc_digital": evaluate(model, data.x_test, data.y_test, device=DEVICE)["acc"],
+            "hwa_seconds": round(result.seconds, 1)}
+
+
+def _score(unit: Unit) -> dict[str, Any]:
+    import analog
+    from analog.adabs import training_images
+    from hwnas.train.loop import evaluate
+
+    s = TRUTH["score"]
+    data = _data()
+    model = _model(unit, "train" if unit.phase == "score" else "hwa").to(DEVICE)
+    out: dict[str, Any] = {"acc_digital": evaluate(model, data.x_test, data.y_test,
+                                                   device=DEVICE)["acc"]}
+    res = analog.evaluate(model, data.x_test, data.y_test, s["hw"], times=tuple(s["times"]),
+                          repeats=s["repeats"], seed=unit.seed, fast=s["fast"],
+                          adabs=s["adabs"],
+                          adabs_images=training_images(data.x_train, s["adabs"], unit.seed),
+                          calib=data.x_train[:256], device=DEVICE)
+    for label, point in zip(s["times"], res.points, strict=True):
+        key = f"acc_pcm@{label}"
+        out.update({key: point.acc_mean, f"{key}_std": point.acc_std, f"{key}_se": point.acc_se,
+                    f"{key}_median": point.acc_median, f"{key}_accs": point.accs})
+    out.update(repeats=res.repeats, images=res.images, path=res.path,
+               analog_mac_fraction=res.coverage.get("mac_fraction"))
+    return out
+
+
+def work(units: list[Unit], *, threads: int, stop_after: float | None = None) -> int:
+    """Run units until none is left (or ``stop_after`` seconds passed); returns units done."""
+    torch.set_num_threads(threads)
+    start, done = time.perf_counter(), 0
+    while stop_after is None or time.perf_counter() - start < stop_after:
+        unit = next_unit(units)
+        if unit is None:
+            break
+        try:
+            out = run_unit(unit)
+            print(f"{unit.stem}: {out['seconds']:.0f} s", flush=True)
+            done += 1
+        finally:
+            _release(unit)
+    return done
+
+
+def truth_rows() -> list[dict[str, Any]]:
+    """One row per (space, arch, seed, recipe in digital | hwa), from the finished units."""
+    units = {}
+    for path in sorted((DATA / "units").glob("*.json")):
+        rec = json.loads(path.read_text())
+        units[(rec["space"], rec["arch"], rec.get("seed", 0), rec["phase"])] = rec
+    rows = []
+    for (space, arch, seed, phase), rec in units.items():
+        if phase not in ("score", "score_hwa"):
+            continue
+        train = units.get((space, arch, seed, "train"), {})
+        row = {"space": space, "arch": arch, "seed": seed,
+               "recipe": "digital" if phase == "score" else "hwa",
+               "params": train.get("params"), "train_seconds": train.get("train_seconds"),
+               "acc_digital": rec["acc_digital"], "repeats": rec["repeats"],
+               "images": rec["images"]}
+        for t in TRUTH["score"]["times"]:
+            for suffix in ("", "_se", "_std", "_median"):
+                row[f"acc_pcm@{t}{suffix}"] = rec[f"acc_pcm@{t}{suffix}"]
+        rows.append(row)
+    return rows
+
+
+def write_truth() -> Path:
+    """``truth.csv``: the truth (seed 0, every arch); ``truth_seeds.csv``: every seed's rows,
+    for the truth's own noise (a second training seed on some archs)."""
+    import pandas as pd
+
+    DATA.mkdir(parents=True, exist_ok=True)
+    (DATA / "recipe.json").write_text(json.dumps(TRUTH, indent=1))
+    table = pd.DataFrame(truth_rows())
+    path = DATA / "truth.csv"
+    if len(table):
+        table[table.seed == 0].to_csv(path, index=False)
+        table.to_csv(DATA / "truth_seeds.csv", index=False)
+    return path

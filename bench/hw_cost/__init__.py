@@ -1,0 +1,1 @@
+"""Hardware-cost benchmarks: latency repeatability, predictors, profiles, roofline, forms."""

@@ -1,0 +1,1 @@
+"""Ray benchmarks: driver overhead, two raylets with one killed mid-study."""

@@ -1,0 +1,1 @@
+"""Search benchmarks: NB201 tables, search quality, successive halving, search spaces."""

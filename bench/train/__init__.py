@@ -1,0 +1,1 @@
+"""Training and finalize benchmarks: train loop, Fashion-MNIST, distillation, pruning, DDP."""
