@@ -146,12 +146,14 @@ def _check_archive(path: Path, where: str, fix: str) -> None:
 def _describe(head: bytes, size: int) -> str:
     if size == 0:
         return "an empty file (0 bytes)"
-    try:
-        text = head.decode()
-    except UnicodeDecodeError:
-        return f"{size} bytes of binary data that is no zip archive"
-    if text.isprintable() or all(c.isprintable() or c.isspace() for c in text):
-        return f"text starting {text[:24]!r} ({size} bytes)"
+    for cut in range(4):  # the head may end inside a multi-byte character
+        try:
+            text = head[:len(head) - cut].decode()
+        except UnicodeDecodeError:
+            continue
+        if all(c.isprintable() or c.isspace() for c in text):
+            return f"text starting {text[:24]!r} ({size} bytes)"
+        break
     return f"{size} bytes of binary data that is no zip archive"
 
 
