@@ -67,8 +67,10 @@ def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) 
     try:
         out = evaluator.evaluate(config["arch"], budget=budget, mapping=config.get("mapping"))
     except Exception as err:  # noqa: BLE001 - a failed candidate is a result, not a crash
+        # NaN objectives: Tune ends the whole run on a result without the searcher's metrics
+        nan = {f"objective__{o.key}": float("nan") for o in evaluator.objectives}
         tune.report({"fail_reason": f"{type(err).__name__}: {err}"[:4000], "arch": config["arch"],
-                     **where})
+                     **where, **nan})
         return
     result = {**out.metrics, "arch": out.arch, "feasible": out.feasible, "info": out.info, **where,
               **{k: config[k] for k in ("rung", "bracket", "parent") if k in config},
@@ -185,17 +187,20 @@ def _fit(cfg: StudyConfig, study: optuna.Study, study_dir: Path, root: _Root, na
     if restore:
         tuner = tune.Tuner.restore(root.uri(name), trainable=trainable, resume_errored=True)
     else:
-        tuner = tune.Tuner(trainable, tune_config=_tune_config(cfg, study, num_samples),
+        tuner = tune.Tuner(trainable, tune_config=_tune_config(cfg, study, num_samples, name),
                            run_config=_run_config(cfg, study_dir, root, name, bar))
     tuner.fit()
     root.mark_done(name)
 
 
-def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int) -> Any:
+def _tune_config(cfg: StudyConfig, study: optuna.Study, num_samples: int, name: str) -> Any:
     from ray import tune
 
     objs = cfg.objectives_resolved()
-    sampler = make_sampler(cfg.sampler.name, seed=cfg.seed, options=cfg.sampler.options)
+    # seed + run index (run-000 keeps the seed): a top-up run must not redraw the candidates,
+    # failed ones included, that the run before it drew first
+    seed = cfg.seed + int(name.removeprefix("run-"))
+    sampler = make_sampler(cfg.sampler.name, seed=seed, options=cfg.sampler.options)
     searcher = AskTellSearcher(
         cfg.search_space(), warm_study(cfg, study, sampler),
         metric=[f"objective__{o.key}" for o in objs],

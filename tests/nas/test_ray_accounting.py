@@ -71,7 +71,8 @@ def _descendants(pid: int) -> set[int]:
             parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
     found, todo = set(), [pid]
     while todo:
-        kids = [p for p, pp in parents.items() if pp == todo.pop()]
+        parent = todo.pop()
+        kids = [p for p, pp in parents.items() if pp == parent]
         found.update(kids)
         todo += kids
     return found
@@ -136,16 +137,24 @@ def test_exactly_n_trials_and_a_rerun_adds_none(tmp_path: Path, local_ray: None)
 
 
 @pytest.mark.slow
-def test_a_pool_study_samples_only_its_pool(tmp_path: Path, local_ray: None) -> None:
-    pool = pd.read_parquet(TABLE, columns=["arch"])["arch"].iloc[100:104].tolist()
+def test_a_pool_study_samples_only_its_pool_and_failures_are_made_up(
+        tmp_path: Path, local_ray: None) -> None:
+    table = pd.read_parquet(TABLE)
+    pool = table["arch"].iloc[100:104].tolist()
+    table.drop(index=table.index[103]).to_parquet(tmp_path / "table.parquet")  # pool[3] fails
     (tmp_path / "pool.txt").write_text("\n".join(pool) + "\n")
-    raw = tabular_raw("pooled", n_trials=4, backend="ray", ray=_RAY,
-                      space_pool=str(tmp_path / "pool.txt"))
+    raw = tabular_raw("pooled", n_trials=3, backend="ray", ray=_RAY, sampler="random",
+                      space_pool=str(tmp_path / "pool.txt"),
+                      tabular={"path": str(tmp_path / "table.parquet")})
     assert _search(write_study(tmp_path, raw), tmp_path) == 0
-    done = _study(tmp_path, "pooled").get_trials(states=(TrialState.COMPLETE,))
-    assert len(done) == 4
+    study = _study(tmp_path, "pooled")
+    done = study.get_trials(states=(TrialState.COMPLETE,))
+    assert len(done) == 3 and not study.get_trials(states=(TrialState.RUNNING,))
     assert all(t.user_attrs["arch"] in pool and set(t.params) == {"pool_index"}
-               and pool[t.params["pool_index"]] == t.user_attrs["arch"] for t in done)
+               and pool[t.params["pool_index"]] == t.user_attrs["arch"] for t in study.trials)
+    failed = study.get_trials(states=(TrialState.FAIL,))
+    assert failed and all(t.user_attrs["arch"] == pool[3]
+                          and "tabular lookup" in t.user_attrs["fail_reason"] for t in failed)
 
 
 # -- copying Ray trials into the storage: once, and never past n_trials -----------------------
