@@ -1,17 +1,25 @@
-"""Rebuild BENCHMARKS.md from the sections the bench scripts write under bench/results/.
+"""Rebuild BENCHMARKS.md from the result files the bench scripts write under bench/results/.
 
-    python -m bench.collect
+    python -m bench.collect            # write BENCHMARKS.md
+    python -m bench.collect --check    # exit 1 if BENCHMARKS.md differs from what it would write
+
+The sections, their order and the commands each must name are listed in ``bench/sections.py``;
+a result file that is not listed there, or a section that does not name its commands, is an
+error, so no section of BENCHMARKS.md is written by hand.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-ORDER = ("search_spaces", "train_loop", "fmnist_train", "hw_cost", "hw_cost_latency",
-         "hw_cost_predictor", "hw_cost_roofline", "analog", "nas", "nas_search_quality",
-         "nas_ray_overhead", "finalize")
+from bench import RESULTS, ROOT
+from bench.sections import SECTIONS, Section
+from hwnas.common.errors import ConfigError
+
+TARGET = ROOT / "BENCHMARKS.md"
 HEADER = """# Benchmarks
 
 Figures measured with the scripts under `bench/`; each section names its command, its device and
@@ -24,11 +32,40 @@ Ratios within one run are the figures to compare across machines. This file is r
 """
 
 
-def collect() -> str:
-    names = [*ORDER, *sorted(p.stem for p in (ROOT / "results").glob("*.md")
-                             if p.stem not in ORDER)]
-    parts = [(ROOT / "results" / f"{n}.md").read_text().strip() for n in names]
-    return HEADER + "\n" + "\n\n".join(parts) + "\n"
+def _check_files(folder: Path, sections: tuple[Section, ...]) -> None:
+    """Every result file has a section and every section its file (all problems at once)."""
+    listed = {s.name for s in sections}
+    found = {p.stem for p in folder.glob("*.md")}
+    listed -= {s.name for s in sections if s.optional and s.name not in found}
+    problems = [ConfigError.one(f"{folder}/{n}.md", "every result file must have a section",
+                                n, "add a Section for it to bench/sections.py").problems[0]
+                for n in sorted(found - listed)]
+    problems += [ConfigError.one(f"bench/sections.py: {n}", "a section's result file must exist",
+                                 f"{folder}/{n}.md", "run the section's command, or drop the "
+                                 "section").problems[0] for n in sorted(listed - found)]
+    if problems:
+        raise ConfigError(problems)
+
+
+def _section(folder: Path, s: Section) -> str:
+    """A result file's text, checked to name its commands, with a line saying where it lives."""
+    text = (folder / f"{s.name}.md").read_text().strip()
+    missing = [c for c in s.commands if c not in text]
+    if missing:
+        raise ConfigError.one(f"{folder}/{s.name}.md", "a section must name its commands",
+                              missing, "rerun the command (its script names it) or correct "
+                              "the section's commands in bench/sections.py")
+    where = f"*Result file: `bench/results/{s.name}.md`"
+    if not s.kept:
+        return f"{text}\n\n{where}, written by the commands above.*"
+    return f"{text}\n\n{where}, from the commands above; kept as recorded: {s.kept}.*"
+
+
+def collect(folder: Path = RESULTS, sections: tuple[Section, ...] = SECTIONS) -> str:
+    """BENCHMARKS.md's text: the header, then every section in ``sections``' order."""
+    _check_files(folder, sections)
+    present = [s for s in sections if not s.optional or (folder / f"{s.name}.md").is_file()]
+    return HEADER + "\n" + "\n\n".join(_section(folder, s) for s in present) + "\n"
 
 
 def _cell(v: object) -> str:
@@ -81,7 +118,24 @@ def gpu_section(folder: str | Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.collect", description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true",
+                   help="exit 1, writing nothing, if BENCHMARKS.md differs from the result files")
+    args = p.parse_args(argv)
+    try:
+        text = collect()
+    except ConfigError as err:
+        print(f"bench.collect: error: {err}", file=sys.stderr)
+        return 2
+    if args.check:
+        same = TARGET.is_file() and TARGET.read_text() == text
+        print(f"{TARGET} {'is' if same else 'is NOT'} what bench/collect.py writes")
+        return 0 if same else 1
+    TARGET.write_text(text)
+    print(f"wrote {TARGET}")
+    return 0
+
+
 if __name__ == "__main__":
-    out = ROOT.parent / "BENCHMARKS.md"
-    out.write_text(collect())
-    print(f"wrote {out}")
+    sys.exit(main())

@@ -2,7 +2,7 @@
 training throughput of each space's example arch.
 
     python -m bench.search.spaces [--archs 12] [--repeats 5] [--threads 1] \
-        [--out bench/results/spaces.md]
+        [--out bench/results/search_spaces.md]
 
 Prints median and spread (p10-p90 over archs or repeats), device and versions, and the ratio of
 the two counting paths measured in the same run.
