@@ -20,7 +20,7 @@ class Section:
     name: str
     commands: tuple[str, ...]
     kept: str = ""
-    optional: bool = False  # left out while its file does not exist (the GPU campaign's)
+    optional: bool = False  # left out while its file does not exist (a run still to come)
 
 
 READING = "the reading under the figures"
@@ -45,6 +45,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("nas_search_quality", ("python -m bench.search.quality",
                                    "python -m bench.search.sh_live"),
             "the readings between and after the scripts' marked blocks"),
+    Section("search_conditional", ("python -m bench.search.conditional",), optional=True),
     Section("nas_ray_overhead", ("python -m bench.ray.overhead",), READING),
     Section("finalize", ("python -m bench.train.distill", "python -m bench.train.prune_latency",
                          "python -m bench.train.ddp")),
