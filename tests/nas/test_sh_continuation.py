@@ -66,6 +66,20 @@ def test_continued_rungs_match_straight_training(digits, tmp_path: Path,  # noqa
     assert result.steps == full.steps and result.history == full.history  # one run, one story
 
 
+def test_the_top_rung_trains_as_plain_search_does(digits) -> None:  # noqa: ANN001
+    """Straight to the top rung is the study's own training (``fit`` at the full budget): a
+    top-rung score is a full-budget score."""
+    from hwnas.train.loop import fit
+
+    continued, _, end = _rung(digits, 0)
+    _, _, end = _rung(digits, 1, end)
+    top, _, _ = _rung(digits, 2, end)
+    plain = _model(digits)
+    with torch_threads(1):
+        fit(plain, digits, _cfg(epochs=RUNGS[-1]))
+    _assert_same_weights(top, plain)
+
+
 def test_a_continued_rung_trains_only_its_extra_steps(digits,  # noqa: ANN001
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     _, first, end = _rung(digits, 0)
@@ -120,6 +134,7 @@ def _epochs_cfg(**changes):  # noqa: ANN003, ANN202
                   "resource": "epochs"}, **changes))
 
 
+@pytest.mark.slow  # four scored evaluations end to end (cost, training, PCM): about 10-30 s
 def test_the_evaluator_continues_a_promotion_from_its_rung(tmp_path: Path) -> None:
     from nas.scoring.evaluate import Evaluator
 
