@@ -20,6 +20,13 @@ and its top ``floor(n / eta)`` are promoted, each as a queued trial (``study.enq
 with the same parameters and the user attributes ``rung``, ``bracket``, ``parent`` and
 ``promotion`` = ``"<arch>@<rung>"``.
 
+**A promotion continues its rung** (``nas.scoring.continuation``, proxy training with an
+``epochs`` budget): one learning-rate schedule spans the top rung's budget, every rung below the
+top saves its state (weights, optimiser, scheduler, batch order, random streams) under
+``runs/<study>/rungs``, and the promoted trial trains only the extra epochs, to the weights a
+straight run to its budget gives. An ``images`` budget trains another data set at each rung, and
+a ``steps`` budget fine-tunes inherited supernet weights: both start each rung afresh.
+
 **Many workers, one storage.** Every rung result is a COMPLETE trial of its own, so the storage
 keeps all of them, with their ``rung`` and ``budget``. Promotions are decided from the storage
 only, never from a worker's memory. Claims: Optuna hands a queued trial to exactly one worker
@@ -259,6 +266,8 @@ class HighestRungSampler(BaseSampler):
         self.sampler = sampler
 
     def __getattr__(self, name: str) -> Any:
+        if "sampler" not in self.__dict__:  # copying or unpickling: nothing to delegate to yet
+            raise AttributeError(name)
         return getattr(self.__dict__["sampler"], name)
 
     def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial
