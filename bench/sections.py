@@ -54,6 +54,7 @@ SECTIONS: tuple[Section, ...] = (
             "the marked blocks assembled from the commands named in each, with the readings"),
     # The report copies in its findings from bench/data/fidelity/findings.md.
     Section("fidelity", ("python -m bench.fidelity report",)),
+    Section("hw_cost_forms", ("python -m bench.hw_cost.forms",)),
     Section("hw_cost_profile", ("python -m bench.hw_cost.profiles",)),
     Section("mapping_front", ("python -m bench.analog.mapping_front",), READING),
     Section("ray_multinode", ("python -m bench.ray.multinode",)),

@@ -15,6 +15,8 @@ import argparse
 import os
 import statistics
 import time
+import traceback
+from pathlib import Path
 
 from bench import RESULTS
 from bench._results import publish
@@ -72,6 +74,13 @@ def rows(space: str, runs: list[dict]) -> list[str]:
     return out
 
 
+def _where(err: Exception) -> str:
+    """An error as its type, message and innermost frame (an assert there has no message)."""
+    frame = traceback.extract_tb(err.__traceback__)[-1]
+    path = "/".join(Path(frame.filename).parts[-3:])
+    return f"{type(err).__name__} {err}".strip() + f" at `{path}:{frame.lineno}` ({frame.name})"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--spaces", nargs="+", default=["mbconv", "resnet", "vit", "nb201"])
@@ -88,10 +97,13 @@ def main() -> None:
     load = os.getloadavg()[0]
     table = ["| space | form | median ms | min-max over repeats | CV within calls |"
              " ratio to fp32 eager (p10-p90 of rounds) |", "|---|---|---|---|---|---|"]
-    archs = []
+    archs, failed = [], []
     for space in args.spaces:
-        table += rows(space, one_space(space, args))
         archs.append(f"- {space}: `{arch_of(space)}`")
+        try:
+            table += rows(space, one_space(space, args))
+        except Exception as err:  # noqa: BLE001 - a form that fails is a finding; the rest go on
+            failed.append(f"- {space}: {_where(err)}")
     v = versions(("torch", "torchao"))
     text = "\n".join([
         "## hw_cost: deployed-form latency, fp32 vs int8", "",
@@ -104,7 +116,8 @@ def main() -> None:
         "int8: torchao `X86InductorQuantizer` PTQ (uint8 activations, int8 per-channel "
         "weights), lowered by inductor to oneDNN int8 kernels (`hwnas cost --form int8`). "
         "fp32 compile is the same inductor without quantization, to separate the two gains.",
-        "", *table, "", "Architectures:", *archs, ""])
+        "", *table, "", "Architectures:", *archs, "",
+        *(["Not timed (the comparison raised before any timing):", *failed, ""] if failed else [])])
     publish(text, args.out)
 
 
