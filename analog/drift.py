@@ -27,6 +27,7 @@ from analog.channels import dead_channels
 from analog.coverage import coverage, warn_if_partial
 from analog.fast import FastAnalogModel, fast_unsupported
 from analog.hw import HardwareModel, get_hw
+from analog.inference_options import ir_drop_t_layer_problems
 from analog.input_ranges import has_learned_input_ranges
 from analog.precision import PrecisionTarget, images_for, more_repeats, standard_error
 from analog.times import format_time, parse_times
@@ -228,6 +229,9 @@ def _analog_model(model, hw, x, calib, fast, device, options, notes,
                           "compensation)", AnalogModeWarning, stacklevel=3)
         return model.eval(), "aihwkit"
     rpu = hw.rpu_config(**options)
+    if options.get("ir_drop_t") is not None:
+        if problems := ir_drop_t_layer_problems(f"{hw.name} options", model, x[:1], digital):
+            raise ConfigError(problems)
     _warn_dead(model, hw, notes)
     reasons = fast_unsupported(model, rpu)
     calib = _calib(hw, x, calib, rpu.pre_post.input_range.enable

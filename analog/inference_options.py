@@ -20,9 +20,14 @@ evenly spaced weights from -max|w| to max|w|, in (g+, g-) order per pair.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+import torch
+from torch import nn
+
+from analog.coverage import split_layers
 from hwnas.common.errors import Problem
 
 COMPENSATIONS = {
@@ -281,3 +286,30 @@ def ir_drop_t_problems(where: str, rpu: Any) -> list[Problem]:
         out.append(Problem(where, "ir_drop_t needs a DAC (its pulse widths set the time steps)",
                            rpu.forward.inp_res, "drop ir_drop_t for this hardware model"))
     return out
+
+
+def ir_drop_t_layer_problems(where: str, model: nn.Module, example: torch.Tensor,
+                             digital: Sequence[str] = ()) -> list[Problem]:
+    """Layers aihwkit 1.2's IR-drop tile cannot run: it handles 2-D inputs only (its column
+    interleaving breaks on a third dimension), and an analog conv always feeds it 3-D patches,
+    as does a Linear on tokens. ``example``: one input of the digital ``model``."""
+    modules = dict(model.named_modules())
+    dims: dict[str, int] = {}
+    hooks = [modules[name].register_forward_hook(
+        lambda mod, args, out, name=name: dims.__setitem__(name, args[0].dim()))
+        for name in split_layers(model, digital)[0]]
+    try:
+        with torch.no_grad():
+            model.eval()(example)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    bad = [name for name, dim in dims.items()
+           if isinstance(modules[name], nn.Conv2d | nn.Conv1d | nn.Conv3d) or dim > 2]
+    if not bad:
+        return []
+    return [Problem(where, "ir_drop_t runs on aihwkit's IR-drop tile, which takes 2-D inputs "
+                    "only (a Linear on flat features): convolutions and Linear layers on token "
+                    "sequences fail inside it", bad,
+                    "keep these layers digital (digital=[...]), use ir_drop instead, or drop "
+                    "ir_drop_t")]

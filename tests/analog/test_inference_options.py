@@ -267,3 +267,17 @@ def test_a_study_takes_the_options_and_refuses_what_its_model_cannot_apply():
     raw["hw_eval"]["options"] = {"pcm": {"out_noise_std": 0.5, "tile": "torch"}}
     with pytest.raises(ConfigError, match=r"hw_eval\.options\.pcm.*out_noise_std needs"):
         validate_study(raw)
+
+
+def test_time_dependent_ir_drop_refuses_layers_its_tile_cannot_run(make_cnn):
+    """aihwkit 1.2's IR-drop tile fails inside on 3-D inputs (conv patches, token sequences):
+    evaluation names those layers instead, and runs once they are kept digital."""
+    model = nn.Sequential(make_cnn(), nn.Linear(10, 4)).eval()
+    x, y = torch.randn(4, 1, 8, 8), torch.zeros(4).long()
+    with pytest.raises(ConfigError, match=r"2-D inputs only.*\['0\.0', '0\.3'\]"):
+        analog.evaluate(model, x, y, "pcm", options={"ir_drop_t": 1.0, "tile_size": 16})
+    with pytest.warns(analog.FastPathWarning, match="ir_drop_t"):
+        res = analog.evaluate(model, x, y, "pcm", options={"ir_drop_t": 1.0, "tile_size": 16},
+                              digital=["0.0", "0.3"])
+    assert res.path == "aihwkit" and res.hw_config["rpu_config"] == (
+        "TorchInferenceRPUConfigIRDropT")
