@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from bench import command_line
+from bench import RESULTS, command_line
 from hw_cost.backends import gpu_facts
 from hwnas.common.devices import is_cuda, tf32_state
 from hwnas.common.provenance import cpu_model, git_revision, versions
@@ -35,7 +35,7 @@ class Context:
 
     device: str = "cuda"
     smoke: bool = False
-    out: Path = Path("bench/results/gpu")
+    out: Path = RESULTS / "gpu"
     seed: int = 0
     budget_s: float = PART_SECONDS
     data_root: str | None = None

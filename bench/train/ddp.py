@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from bench import RESULTS
 from bench._results import replace_section
 from hwnas.common.provenance import device_name, git_revision, versions
 from hwnas.train.ddp import DDPJob, run_job
@@ -41,7 +42,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--lr", type=float, default=0.2)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--out", default="bench/results/finalize.md")
+    p.add_argument("--out", default=str(RESULTS / "finalize.md"))
     return p.parse_args()
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from bench import RESULTS
 from bench._results import replace_section
 from hw_cost import static_costs
 from hwnas.common.provenance import device_name, git_revision, versions
@@ -44,7 +45,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=4.0)
     p.add_argument("--train-limit", type=int)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--out", default="bench/results/finalize.md")
+    p.add_argument("--out", default=str(RESULTS / "finalize.md"))
     return p.parse_args()
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from bench import RESULTS
 from bench._results import replace_section
 from hw_cost import measure_latency, static_costs
 from hwnas.common.provenance import device_name, git_revision, versions
@@ -44,7 +45,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-seconds", type=float, default=2.0)
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--out", default="bench/results/finalize.md")
+    p.add_argument("--out", default=str(RESULTS / "finalize.md"))
     return p.parse_args()
 
 
