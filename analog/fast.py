@@ -9,8 +9,9 @@ aihwkit's own code:
 * programming noise, drift coefficients, drift and 1/f read noise come from the rpu config's
   noise model (``apply_programming_noise`` / ``apply_drift_noise``), called on the same tiles
   in the same order, so with the same torch seed the device weights are aihwkit's, bit for bit;
-* drift compensation reads each tile out with one-hot inputs through the emulated periphery
-  and uses the compensation object's own ``readout``/``apply``;
+* drift compensation (global or per column) reads each tile out with one-hot inputs through
+  the emulated periphery and uses the compensation object's own ``readout``/``apply``; the
+  exact-reference variant reads its baseline from the unprogrammed weights, as aihwkit does;
 * the periphery (``analog.periphery.IOModel``) is RPUCuda's per-vector forward, batched,
   IR drop and per-MVM weight read noise included. Its noise comes from the model's own
   generator, as the C++ tile has its own RNG;
