@@ -69,7 +69,7 @@ class InferenceOptions:
         out = []
         for name, table in (("drift_comp", COMPENSATIONS), ("noise_model", NOISE_MODELS)):
             value = getattr(self, name)
-            if value is not None and value not in table:
+            if value is not None and (not isinstance(value, str) or value not in table):
                 out.append(Problem(where, f"{name} must be one of {list(table)}", value,
                                    f"e.g. {name}={next(iter(table))}"))
         for name in ("out_noise_std", "ir_drop", "ir_drop_t"):

@@ -44,6 +44,7 @@ def test_every_option_sweeps():
 
 @pytest.mark.parametrize(("options", "rule"), [
     ({"drift_comp": "percolumn"}, "drift_comp must be one of"),
+    ({"drift_comp": ["column"]}, "drift_comp must be one of"),
     ({"converter": "dual:1"}, "converter must be single, dual"),
     ({"converter": "pairs:1/0"}, "factors > 0"),
     ({"converter": "quad"}, "converter must be"),
