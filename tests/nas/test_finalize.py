@@ -103,6 +103,20 @@ def test_finalize_prunes_distills_remeasures_and_exports(study: Path) -> None:
     # The default teacher is never weaker than its student, measured on the same images.
     assert m["teacher_acc_digital"] >= before["acc_digital"]
     assert "where the study trained" in m["notes"][0] and "distillation" in m["notes"][0]
+    # Pruned: the batch norms were re-estimated on the AdaBS image count, and the card says so.
+    assert m["bn"]["layers"] > 0 and m["bn"]["why"][0] == "pruned (ratio)"
+    assert m["bn"]["why"][1].startswith("HWA fine-tuned")  # the study's 0.2 HWA epochs
+    assert any("re-estimated on 256 training images" in n for n in m["notes"])
+    assert "(SE, " in text and "± std" not in text
+    # summary.json records what ran: one training process here, no Ray worker count.
+    saved = json.loads((study / "final" / "summary.json").read_text())
+    assert saved["ran"] == {"backend": "torchrun", "models": 1, "processes": 1}
+    assert "workers" not in saved["options"] and saved["options"]["nproc"] == 1
+    ran = saved["models"][0]["ran"]
+    assert ran["processes"] == 1 and ran["prune_ratio"] == pytest.approx(0.3)
+    assert ran["epochs"] == pytest.approx(1.0, abs=0.05) and ran["bn_images"] == 256
+    assert ran["adabs_images"] == {"pcm": STUDY["hw_eval"].get("adabs", 256)}
+    assert ran["programmings"]["acc_pcm@1d"] >= STUDY["hw_eval"]["repeats"]
 
 
 def test_default_teacher_is_measured_not_read(study: Path, tmp_path: Path) -> None:
@@ -279,3 +293,20 @@ def test_printed_table_names_every_spread_and_unit(capsys: pytest.CaptureFixture
     assert parsed["images scored, pcm@1d (val)"]["after"] == "200"
     assert not any(k.endswith(("_repeats", "_std", "_median", "_se")) for k in
                    (r["key"] for r in rows))
+
+
+def test_options_record_only_the_launch_that_runs() -> None:
+    """``workers`` is Ray's: a torchrun record must not show a worker count that never ran."""
+    from nas.finalize import asked, what_ran
+
+    assert "workers" not in asked(FinalizeConfig()) and asked(FinalizeConfig())["nproc"] == 1
+    ray = asked(FinalizeConfig(backend="ray", workers=3))
+    assert ray["workers"] == 3 and "nproc" not in ray
+    ran = what_ran(FinalizeConfig(nproc=2), {"target": "ratio", "after": {"ratio": 0.3}},
+                   {"world": 2, "epochs": 0.5, "steps": 4}, None,
+                   {"images": 256, "layers": 3, "why": ["pruned (ratio)"]},
+                   {"acc_pcm@1d": 0.6, "acc_pcm@1d_repeats": 4.0, "pcm_adabs": 256.0})
+    assert ran == {"backend": "torchrun", "processes": 2, "prune_target": "ratio",
+                   "prune_ratio": 0.3, "epochs": 0.5, "steps": 4, "hwa_epochs": 0.0,
+                   "bn_images": 256, "adabs_images": {"pcm": 256},
+                   "programmings": {"acc_pcm@1d": 4}}
