@@ -247,7 +247,7 @@ class ParetoCfg(_Cfg):
     train_noise: dict[str, float] = Field(default_factory=dict, description=(
         "training-seed noise of each noisy objective, {objective key: SD} (e.g. acc_pcm@1d: "
         "0.012): added in quadrature to the stored SE when the front decides which members it "
-        "can tell apart, since one score comes from one training run. `bench/fidelity.py "
+        "can tell apart, since one score comes from one training run. `python -m bench.fidelity "
         "report` measures it per recipe from seed gaps."))
 
 
