@@ -311,3 +311,25 @@ def test_before_any_arch_reaches_the_top_the_front_is_the_highest_rung_reached()
     front = summary.front(cfg, early)
     assert [(t.user_attrs["arch"], t.user_attrs["rung"]) for t in front.trials] == [("b", 1)]
     assert sorted(t.user_attrs["arch"] for t in front.lower) == ["c", "d"]
+
+
+@pytest.mark.slow
+def test_a_live_study_promotes_by_continuing(tmp_path: Path) -> None:
+    from optuna.trial import TrialState
+    from study_files import live_raw
+
+    from nas.search.run import run_search
+    from nas.study.config import validate_study
+    from nas.study.store import load_dir
+
+    raw = live_raw("sh_cont", n_trials=4, train={"epochs": 1, "batch_size": 64, "lr": 0.05},
+                   schedule={"type": "sh", "eta": 3, "min_budget": 0.5, "max_budget": 4.5})
+    study_dir = run_search(validate_study(raw), out_root=tmp_path, progress=False)
+    _, study, _ = load_dir(study_dir)
+    done = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    up = [t for t in done if t.user_attrs["rung"] == 1]
+    assert len(up) == 1, [t.user_attrs["rung"] for t in done]
+    parent = study.trials[up[0].user_attrs["parent"]]
+    assert up[0].user_attrs["info"]["resumed_from_step"] == \
+        parent.user_attrs["info"]["train_steps"] > 0
+    assert len(list((study_dir / "rungs").glob("*-r0.pt"))) == 3  # every rung-0 candidate
