@@ -2,9 +2,17 @@
 
 Each step draws one batch and runs the largest sub-network on the labels, then the smallest and
 ``k`` random ones on the largest one's soft predictions (in-place distillation), accumulating
-the gradients of all of them into the shared bank before one optimizer step. With
-``hwa_noise`` > 0 every forward sees Gaussian weight noise relative to each output channel's max
-|w| (the analog-aware supernet, as ``analog.hwa`` trains single models).
+the gradients of all of them into the shared bank before one optimizer step.
+
+With ``hwa_noise`` > 0 the supernet trains analog-aware with ``analog.hwa``'s recipe for single
+models (Rasch et al. 2023): the student sub-networks see Gaussian weight noise relative to each
+output channel's max |w|, ramped linearly from 0 over the first ``hwa_ramp`` of the HWA phase
+(full noise on a fresh bank slows its first steps); the bank's weights are clipped per output
+channel at ``hwa_clip_sigma`` std after every step (fewer outliers, more of the conductance range
+used); and the largest sub-network, the in-place teacher, runs noise-free, so the students learn
+clean soft targets. ``hwa_start`` > 0 trains the digital supernet first and adds the HWA phase
+on top of it. DAC/ADC quantization is left out: it would need the hardware model in the
+functional forward, and the analog score of every sub-network still runs the full model.
 
 Every random draw of step ``s`` (batch, augmentation, sub-networks, weight noise) comes from
 generators seeded by ``(seed, s)``, so a resumed run continues exactly as an uninterrupted one.
@@ -75,6 +83,12 @@ class SupernetTrainConfig:
     """In-place distillation: the non-largest sub-networks learn the largest one's outputs."""
     hwa_noise: float = 0.0
     """HWA weight-noise std relative to each output channel's max |w| (0: digital supernet)."""
+    hwa_start: int = 0
+    """First step of the HWA phase; the steps before it train the digital supernet."""
+    hwa_ramp: float = 0.5
+    """Fraction of the HWA phase over which the noise ramps linearly from 0 to ``hwa_noise``."""
+    hwa_clip_sigma: float | None = 3.0
+    """HWA: clip each output channel's weights at this many std after every step (None: off)."""
     augment: bool = True
     seed: int = 0
 
@@ -84,6 +98,13 @@ class SupernetTrainConfig:
                  ("k", self.k >= 0, "pass 0 or more random sub-networks per step"),
                  ("lr", self.lr > 0, "pass e.g. 0.05"),
                  ("hwa_noise", 0 <= self.hwa_noise < 1, "pass 0 (digital) or e.g. 0.05"),
+                 # a bad `steps` is its own problem: hwa_start is checked against a good one
+                 ("hwa_start", 0 <= self.hwa_start and (self.hwa_start < self.steps
+                                                       or self.steps < 1),
+                  "pass a step before the last (0: HWA from the start)"),
+                 ("hwa_ramp", 0 <= self.hwa_ramp <= 1, "pass a fraction, e.g. 0.5 (0: no ramp)"),
+                 ("hwa_clip_sigma", self.hwa_clip_sigma is None or self.hwa_clip_sigma > 0,
+                  "pass e.g. 3.0, or None to switch clipping off"),
                  ("warmup_steps", 0 <= self.warmup_steps, "pass e.g. 20")]
         problems = [Problem(f"supernet train {name}", "is out of range", getattr(self, name), fix)
                     for name, ok, fix in rules if not ok]
@@ -105,13 +126,44 @@ def _batch(data: DataSplits, cfg: SupernetTrainConfig, step: int
     return x, data.y_train[idx]
 
 
+def hwa_noise_at(cfg: SupernetTrainConfig, step: int) -> float:
+    """The students' weight noise at ``step``: 0 before ``hwa_start``, then a linear ramp from
+    0 (at ``hwa_start``) to ``hwa_noise`` over ``hwa_ramp`` of the HWA phase."""
+    if cfg.hwa_noise <= 0 or step < cfg.hwa_start:
+        return 0.0
+    ramp = cfg.hwa_ramp * (cfg.steps - cfg.hwa_start)
+    if ramp <= 0:
+        return cfg.hwa_noise
+    return cfg.hwa_noise * min(1.0, (step - cfg.hwa_start) / ramp)
+
+
+@torch.no_grad()
+def clip_bank(net: Supernet, cfg: SupernetTrainConfig, step: int) -> None:
+    """HWA clipping: each output channel of every bank weight (2+ dims) at ``hwa_clip_sigma``
+    std of that channel; only in the HWA phase, so a digital supernet is untouched."""
+    if cfg.hwa_noise <= 0 or cfg.hwa_clip_sigma is None or step < cfg.hwa_start:
+        return
+    for name, w in net.named_parameters():
+        if name.endswith("weight") and w.dim() >= 2 and w[0].numel() > 1:
+            bound = cfg.hwa_clip_sigma * w.flatten(1).std(1)
+            bound = bound.view(-1, *([1] * (w.dim() - 1)))
+            w.copy_(torch.maximum(torch.minimum(w, bound), -bound))
+
+
 def sandwich_step(net: Supernet, x: torch.Tensor, y: torch.Tensor, cfg: SupernetTrainConfig,
                   rng: random.Random) -> list[float]:
-    """Accumulate the gradients of one sandwich (largest, smallest, k random); their losses."""
-    teacher, losses = None, []
+    """Accumulate the gradients of one sandwich (largest, smallest, k random); their losses.
+
+    The largest sub-network is the in-place teacher and runs noise-free; the others see
+    ``net.weight_noise`` (``hwa_noise_at`` of the step)."""
+    teacher, losses, noise = None, [], net.weight_noise
     for arch in net.sandwich(rng, cfg.k):
         net.activate(arch)
-        logits = net(x)
+        net.weight_noise = noise if teacher is not None else 0.0
+        try:
+            logits = net(x)
+        finally:
+            net.weight_noise = noise
         if teacher is None or not cfg.distill:
             loss = F.cross_entropy(logits, y)
         else:
@@ -176,7 +228,6 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *,
     torch.manual_seed(cfg.seed)  # the bank's initialisation
     net = build(cfg.space, in_chans=data.in_chans, num_classes=data.num_classes,
                 img_size=data.img_size)
-    net.weight_noise = cfg.hwa_noise
     net.to(d.device)
     opt, sched = _optimizer(net, cfg)
     start, seconds = 0, 0.0
@@ -193,6 +244,7 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *,
         opt.zero_grad(set_to_none=True)
         x, y = _batch(data, cfg, step)
         x, y = x[d.rank::d.world].to(d.device), y[d.rank::d.world].to(d.device)  # rank's shard
+        net.weight_noise = hwa_noise_at(cfg, step)
         with torch.random.fork_rng(devices=rng_devices(d.device)):
             torch.manual_seed(_step_seed(cfg.seed, step))  # the HWA noise stream
             losses = sandwich_step(net, x, y, cfg, random.Random(_step_seed(cfg.seed, step)))
@@ -202,6 +254,7 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *,
             raise ConfigError.one("supernet training", "the loss must stay finite",
                                   f"{losses} at step {step + 1}", "lower --lr or add warm-up")
         opt.step()
+        clip_bank(net, cfg, step)
         sched.step()
         seconds += time.perf_counter() - t0
         done = step + 1
@@ -216,7 +269,11 @@ def train_supernet(cfg: SupernetTrainConfig, out: str | Path, *,
 
 
 def check_same_config(stored: dict[str, Any], wanted: dict[str, Any], path: Path) -> None:
-    changed = {k: (stored.get(k), v) for k, v in wanted.items() if stored.get(k) != v}
+    # A digital run ignores the HWA recipe, so a digital checkpoint written before its keys
+    # existed still resumes; an HWA checkpoint without them trained another recipe.
+    digital = stored.get("hwa_noise") == wanted.get("hwa_noise") == 0
+    changed = {k: (stored.get(k), v) for k, v in wanted.items() if stored.get(k) != v
+               and not (digital and k.startswith("hwa_") and k not in stored)}
     if changed:
         raise ConfigError([Problem(f"resume {path}", f"{k} must match the checkpoint's config",
                                    f"{new!r} (checkpoint: {old!r})",
@@ -251,5 +308,5 @@ def read_checkpoint(path: str | Path, *, space: str | None = None) -> dict[str, 
     return ck
 
 
-__all__ = ["FORMAT", "SupernetTrainConfig", "check_same_config", "read_checkpoint",
-           "sandwich_step", "train_supernet"]
+__all__ = ["FORMAT", "SupernetTrainConfig", "check_same_config", "clip_bank", "hwa_noise_at",
+           "read_checkpoint", "sandwich_step", "train_supernet"]

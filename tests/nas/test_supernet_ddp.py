@@ -15,6 +15,8 @@ from hwnas.train.supernet import (
     _batch,
     _optimizer,
     _step_seed,
+    clip_bank,
+    hwa_noise_at,
     load_data_for,
     read_checkpoint,
     sandwich_step,
@@ -34,11 +36,11 @@ def _reference(cfg: SupernetTrainConfig, world: int) -> dict[str, torch.Tensor]:
     torch.manual_seed(cfg.seed)
     net = build_supernet(cfg.space, in_chans=data.in_chans, num_classes=data.num_classes,
                          img_size=data.img_size)
-    net.weight_noise = cfg.hwa_noise
     opt, sched = _optimizer(net, cfg)
     params = list(net.parameters())
     for step in range(cfg.steps):
         net.train()
+        net.weight_noise = hwa_noise_at(cfg, step)
         x, y = _batch(data, cfg, step)
         total: list[torch.Tensor | None] = [None] * len(params)
         for rank in range(world):
@@ -52,6 +54,7 @@ def _reference(cfg: SupernetTrainConfig, world: int) -> dict[str, torch.Tensor]:
         for t, p in zip(total, params, strict=True):
             p.grad = None if t is None else t / world
         opt.step()
+        clip_bank(net, cfg, step)
         sched.step()
     return {k: v for k, v in net.state_dict().items() if k.startswith("params.")}
 
