@@ -299,12 +299,12 @@ def write(*, bootstrap: int = 2000) -> str:
 def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame,
           timing: pd.DataFrame | None, noise: str) -> str:
     n_truth = int(((truth.space == "resnet") & (truth.recipe == "digital")).sum())
-    when = (f"Seconds per candidate: `bench.fidelity time` ({timing.arch.nunique()} "
+    when = (f"Seconds per candidate: `python -m bench.fidelity time` ({timing.arch.nunique()} "
             f"cheapest truth archs, every recipe in one process, seed 0, "
             f"{int(timing.threads.iloc[0])} thread), where it has the recipe; else the "
             "scoring runs' median." + _asis(timing) + "\n\n" if timing is not None else "")
     return (f"## Fidelity: ranking quality of scoring recipes at equal cost (yardstick v2)\n\n"
-            f"Command: `bench.fidelity report` (after `bands`, `truth`, `baselines` "
+            f"Command: `python -m bench.fidelity report` (after `bands`, `truth`, `baselines` "
             f"and `score`), 1 CPU thread per process. Truth: {n_truth} resnet architectures "
             f"(bench/data/fidelity/truth.csv, recipe in recipe.json, latency bands in "
             f"bands.json); recipe scores: {len(scores)} candidate evaluations (scores.csv); "
@@ -346,7 +346,7 @@ def _front_text() -> str:
     if not path.is_file():
         return ""
     res = json.loads(path.read_text())
-    return (f"\n\nFront regret (`bench.fidelity front --recipe {res['recipe']} "
+    return (f"\n\nFront regret (`python -m bench.fidelity front --recipe {res['recipe']} "
             f"--trials {res['trials']} --seeds {res['seeds']}`): searches over the "
             f"{res['pool']} truth archs inside the 5 ms budget, each candidate scored by the "
             f"recipe's stored score under seed {' or '.join(res['recipe_seeds'])} (search seed "
