@@ -204,7 +204,9 @@ def report(raw: dict, surrogate: Surrogate) -> str:
         f"{shares['archs']:,} archs any search evaluated; reference point: the lowest "
         "accuracy and the largest log params among them. Median [p25, p75] over "
         "seeds (n per cell); p: two-sided Mann-Whitney U against `default`. NSGA-II's "
-        "population is a tenth of the budget.", "",
+        "population is a tenth of the budget. s/search: median wall time of one search at "
+        "the sampler's largest budget (GPSampler ran at 100 only: hundreds of seconds per "
+        "100-trial search here).", "",
         "| sampler | " + " | ".join(f"HV@{b} | p@{b}" for b in budgets) + " | s/search |",
         "|---|" + "---|---|" * len(budgets) + "---|"]
     for name, by_budget in shares["hv"].items():
