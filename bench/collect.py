@@ -47,6 +47,15 @@ def _check_files(folder: Path, sections: tuple[Section, ...]) -> None:
         raise ConfigError(problems)
 
 
+def _reading(folder: Path, s: Section) -> str:
+    """The section's reading, kept apart so that rerunning its script does not overwrite it."""
+    path = folder / "readings" / f"{s.name}.md"
+    if not path.is_file():
+        raise ConfigError.one(f"bench/sections.py: {s.name}", "a section's reading must exist",
+                              str(path), "write the reading there, or set reading=False")
+    return "\n\n" + path.read_text().strip()
+
+
 def _section(folder: Path, s: Section) -> str:
     """A result file's text, checked to name its commands, with a line saying where it lives."""
     text = (folder / f"{s.name}.md").read_text().strip()
@@ -56,6 +65,9 @@ def _section(folder: Path, s: Section) -> str:
                               missing, "rerun the command (its script names it) or correct "
                               "the section's commands in bench/sections.py")
     where = f"*Result file: `bench/results/{s.name}.md`"
+    if s.reading:
+        return (f"{text}{_reading(folder, s)}\n\n{where}, written by the commands above; the "
+                f"reading under it: `bench/results/readings/{s.name}.md`.*")
     if not s.kept:
         return f"{text}\n\n{where}, written by the commands above.*"
     return f"{text}\n\n{where}, from the commands above; kept as recorded: {s.kept}.*"

@@ -12,7 +12,9 @@ class Section:
     """One section: ``bench/results/<name>.md``.
 
     ``commands``: the commands that wrote the file or measured its figures; each must appear in
-    the file's text, so every section names how it was made. ``kept``: empty when the file is
+    the file's text, so every section names how it was made. ``reading``: the reading written
+    after a run lives in ``bench/results/readings/<name>.md``, so rerunning the script rewrites
+    the figures and keeps it. ``kept``: empty when the file is
     wholly a script's output; else what in it is kept as recorded text (readings, earlier runs,
     runs of commands that print rather than write) that rerunning its commands does not rewrite.
     """
@@ -21,12 +23,13 @@ class Section:
     commands: tuple[str, ...]
     kept: str = ""
     optional: bool = False  # left out while its file does not exist (a run still to come)
+    reading: bool = False  # bench/results/readings/<name>.md follows the script's output
 
 
 READING = "the reading under the figures"
 SECTIONS: tuple[Section, ...] = (
-    Section("search_spaces", ("python -m bench.search.spaces",), READING),
-    Section("train_loop", ("python -m bench.train.loop",), READING),
+    Section("search_spaces", ("python -m bench.search.spaces",), reading=True),
+    Section("train_loop", ("python -m bench.train.loop",), reading=True),
     Section("fmnist_train", ("hwnas train",),
             "two runs of `python -m bench.train.fmnist` (it prints this `hwnas train` command) "
             "and the reading under them"),
@@ -46,7 +49,7 @@ SECTIONS: tuple[Section, ...] = (
                                    "python -m bench.search.sh_live"),
             "the readings between and after the scripts' marked blocks"),
     Section("search_conditional", ("python -m bench.search.conditional",), optional=True),
-    Section("nas_ray_overhead", ("python -m bench.ray.overhead",), READING),
+    Section("nas_ray_overhead", ("python -m bench.ray.overhead",), reading=True),
     Section("finalize", ("python -m bench.train.distill", "python -m bench.train.prune_latency",
                          "python -m bench.train.ddp")),
     Section("analog_depth", ("hwnas analog list", "python -m bench.analog.speed",

@@ -62,3 +62,13 @@ def test_sections_follow_the_listed_order_not_the_folder(tmp_path: Path) -> None
     text = collect(folder, (Section("b", ("c",)), Section("a", ("c",))))
     assert text.index("## B") < text.index("## A")
 
+
+
+def test_a_reading_follows_its_section_and_must_exist(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, a="## A\n\n`python -m bench.x`")
+    sections = (Section("a", ("python -m bench.x",), reading=True),)
+    with pytest.raises(ConfigError, match="reading must exist"):
+        collect(folder, sections)
+    (folder / "readings").mkdir()
+    (folder / "readings" / "a.md").write_text("Reading: fast.\n")
+    assert "`python -m bench.x`\n\nReading: fast.\n\n*Result file: " in collect(folder, sections)
