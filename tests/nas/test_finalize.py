@@ -104,8 +104,9 @@ def test_finalize_prunes_distills_remeasures_and_exports(study: Path) -> None:
     assert m["teacher_acc_digital"] >= before["acc_digital"]
     assert "where the study trained" in m["notes"][0] and "distillation" in m["notes"][0]
     # Pruned: the batch norms were re-estimated on the AdaBS image count, and the card says so.
-    assert m["bn"]["layers"] > 0 and m["bn"]["why"][0] == "pruned (ratio)"
-    assert m["bn"]["why"][1].startswith("HWA fine-tuned")  # the study's 0.2 HWA epochs
+    why = m["bn"]["why"]
+    assert m["bn"]["layers"] > 0 and why[0] == "pruned (ratio)"
+    assert why[-1].startswith("HWA fine-tuned")  # the study's 0.2 HWA epochs
     assert any("re-estimated on 256 training images" in n for n in m["notes"])
     assert "(SE, " in text and "± std" not in text
     # summary.json records what ran: one training process here, no Ray worker count.
@@ -235,6 +236,10 @@ def test_when_batch_norms_are_stale() -> None:
     assert stale_bn({"target": None}, {"epochs": 0.5}, None) == ["retrained 0.5 epoch (< 1)"]
     assert stale_bn({"target": None}, {"epochs": 2.0}, {"epochs": 0.2})[0].startswith("HWA")
     assert stale_bn({"target": None}, {"epochs": 1.0}, {"epochs": 1.0}) == []
+    # one epoch of 8 steps: the running averages still hold 0.9**8 = 43% of the initial ones
+    assert stale_bn({"target": None}, {"epochs": 1.0, "steps": 8}, None) == [
+        "retrained 8 steps (< 29)"]
+    assert stale_bn({"target": None}, {"epochs": 3.0, "steps": 117}, None) == []
     from nas.study.config import validate_study
 
     off = validate_study({**STUDY, "hw_eval": {**STUDY["hw_eval"], "adabs": 0}})
