@@ -13,8 +13,8 @@ Each arm is scored with the same ``repeats`` programmings per drift time (mean +
 programmings) and AdaBS as studies score it; the gains are against ``none``, their SE from the
 two arms' SEs (independent programmings).
 
-    OMP_NUM_THREADS=1 .venv/bin/python -m bench.analog.hwa_match --out \
-        bench/results/analog_hwa_match.json
+    OMP_NUM_THREADS=1 .venv/bin/python -m bench.analog.hwa_match --hwa-epochs 3 --repeats 10 \
+        --times 1s,1d --seeds 0,1 --out bench/results/analog_hwa_match.json
 """
 
 from __future__ import annotations
