@@ -193,7 +193,7 @@ def measure(samplers: list[str], seeds: int, budgets: list[int], surrogate: Surr
 def report(raw: dict, surrogate: Surrogate) -> str:
     shares = hv_shares(raw["runs"], surrogate)
     budgets = sorted({int(b) for s in shares["hv"].values() for b in s})
-    mine = shares["hv"]["default"]
+    mine = shares["hv"].get("default", {})  # a process that ran other samplers only
     lines = [
         "## Search quality on the conditional `resnet` space", "",
         f"Command: `{raw['command']}`", "",
@@ -216,7 +216,7 @@ def report(raw: dict, surrogate: Surrogate) -> str:
             if not hv:  # a sampler too slow to run at this budget
                 cells += ["not run", "-"]
                 continue
-            p = "-" if name == "default" else f"{_p_value(mine[str(b)], hv):.3g}"
+            p = f"{_p_value(mine[str(b)], hv):.3g}" if name != "default" and mine else "-"
             cells += [f"{_cell(hv)} (n={len(hv)})", p]
         lines.append(f"| {name} | " + " | ".join(cells)
                      + f" | {np.median(raw['seconds'][name]):.1f} |")
