@@ -28,6 +28,7 @@ class Section:
 
 READING = "the reading under the figures"
 SECTIONS: tuple[Section, ...] = (
+    Section("search_space_sizes", ("python -m bench.search.sizes",)),
     Section("search_spaces", ("python -m bench.search.spaces",), reading=True),
     Section("train_loop", ("python -m bench.train.loop",), reading=True),
     Section("fmnist_train", ("hwnas train",),
