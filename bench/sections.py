@@ -50,8 +50,10 @@ SECTIONS: tuple[Section, ...] = (
                                    "python -m bench.search.sh_live"),
             "the readings between and after the scripts' marked blocks"),
     Section("search_conditional", ("python -m bench.search.conditional",), optional=True),
-    Section("sh_equal_time", ("sh_equal_time.py",),
-            "all of it: three paired runs on a loaded host, with the script that ran them"),
+    Section("sh_equal_time", ("python -m bench.search.sh_equal_time",),
+            "the text around the marked block (arms, reading, load, device); the block is "
+            "rendered by --render from sh_equal_time.json, reconstructed from the recorded "
+            "run on a loaded host"),
     Section("nas_ray_overhead", ("python -m bench.ray.overhead",), reading=True),
     Section("finalize", ("python -m bench.train.distill", "python -m bench.train.prune_latency",
                          "python -m bench.train.ddp")),

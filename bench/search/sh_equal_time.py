@@ -1,0 +1,288 @@
+"""Successive halving vs plain search on the quickstart at equal wall time, paired by seed.
+
+Each seed runs two arms of ``studies/quickstart.yaml`` one after the other in this process,
+with one training thread and a cold cost cache per arm:
+
+* ``plain``: the quickstart as shipped, stopped by ``timeout`` (``--seconds``);
+* ``sh``: the same with ``schedule: {type: sh, eta: 3, resource: epochs, min_budget: 1/3,
+  max_budget: 3}`` (rungs 1/3, 1 and 3 epochs, promotions continue their rung), given the plain
+  arm's measured wall time as its ``timeout``, so both arms get the same wall time.
+
+Each arm's front (feasible trials at the highest rung reached) is then scored at the full
+budget with the shipped recipe and the run's seed (the truth); its latency stays what the arm
+measured, and the hypervolume of the truth-scored front uses one reference (accuracy 0,
+latency 5 ms, the quickstart's budget). The runs go to ``--json`` after each seed and the
+results table to the marked block of ``--md``:
+
+    OMP_NUM_THREADS=1 python -m bench.search.sh_equal_time --seconds 240 --seeds 0,1,2 \\
+        --out-dir /tmp/sh_equal_time
+    python -m bench.search.sh_equal_time --render   # only rewrite the table from --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+import torch
+from optuna.trial import FrozenTrial, TrialState
+
+from bench import RESULTS, command_line
+from bench._results import replace_section
+from hwnas.common.errors import ConfigError
+from hwnas.common.provenance import provenance
+from nas.algorithms.pareto import hypervolume, pareto_mask
+from nas.scoring.evaluate import Evaluator
+from nas.search import optuna_driver
+from nas.search.schedule import highest_rung
+from nas.study import store
+from nas.study.config import load_study
+
+STUDY = "quickstart"
+SCHEDULE = {"type": "sh", "eta": 3, "resource": "epochs", "min_budget": 1 / 3, "max_budget": 3}
+TOP_RUNG = 2  # rungs 1/3, 1 and 3 epochs: rung 2 is the full budget
+ONE_THREAD = {"train.threads": 1}  # the host is shared; one thread keeps arms comparable
+DIRS = ["maximize", "minimize"]  # accuracy, latency
+REFERENCE = [0.0, 5.0]  # accuracy 0, the quickstart's 5 ms latency budget
+METRIC = "acc_pcm@1d"
+BLOCK = "sh_equal_time"  # the marked block of the results file this script rewrites
+JSON_OUT = RESULTS / "sh_equal_time.json"
+MD_OUT = RESULTS / "sh_equal_time.md"
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=240.0, help="the plain arm's timeout")
+    ap.add_argument("--seeds", default="0,1,2", help="comma-separated; one paired run each")
+    ap.add_argument("--out-dir", type=Path, default=Path(tempfile.gettempdir()) / BLOCK,
+                    help="scratch folder for the studies and cost caches (a rerun resumes)")
+    ap.add_argument("--json", type=Path, default=JSON_OUT, help="the result file")
+    ap.add_argument("--md", type=Path, default=MD_OUT, help="the results markdown")
+    ap.add_argument("--render", action="store_true", help="only rewrite --md from --json")
+    args = ap.parse_args(argv)
+    args.seeds = _seeds(args.seeds)
+    if args.seconds <= 0:
+        raise ConfigError.one("--seconds", "the plain arm's timeout must be positive",
+                              args.seconds, "pass e.g. --seconds 240")
+    return args
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",")]
+    except ValueError:
+        raise ConfigError.one("--seeds", "seeds must be comma-separated integers", text,
+                              "pass e.g. --seeds 0,1,2") from None
+
+
+def front(pool: Sequence[FrozenTrial]) -> list[FrozenTrial]:
+    """The non-dominated trials of ``pool`` by (accuracy up, latency down)."""
+    if not pool:
+        return []
+    mask = pareto_mask(np.array([t.values for t in pool]).reshape(-1, 2), DIRS)
+    return [t for t, keep in zip(pool, mask, strict=True) if keep]
+
+
+def truth_hv(points: Sequence[tuple[float, float]]) -> float:
+    """Hypervolume of (truth accuracy, latency ms) points against ``REFERENCE``; 0 if none."""
+    if not points:
+        return 0.0
+    return float(hypervolume(np.array(points, dtype=float).reshape(-1, 2), DIRS, REFERENCE))
+
+
+def _rung(t: FrozenTrial) -> int:
+    return int(t.user_attrs.get("rung", 0))  # plain search's trials carry no rung
+
+
+def summarise(name: str, seed: int, done: Sequence[FrozenTrial], scheduled: bool,
+              wall: float) -> dict[str, Any]:
+    """One arm's counts and front from its COMPLETE trials."""
+    ok = [t for t in highest_rung(done) if t.user_attrs.get("feasible")]
+    top = max((_rung(t) for t in ok), default=0)
+    best = front([t for t in ok if _rung(t) == top])
+    by_rung: dict[int, int] = {}
+    for t in done:
+        if t.user_attrs.get("feasible"):
+            by_rung[_rung(t)] = by_rung.get(_rung(t), 0) + 1
+    feasible = [t for t in done if t.user_attrs.get("feasible")]
+    return {
+        "arm": name, "seed": seed, "wall_s": wall, "evaluations": len(done),
+        "candidates": len({t.user_attrs["arch"] for t in done}),
+        "trained": len({t.user_attrs["arch"] for t in feasible}),
+        "train_s": sum(t.user_attrs.get("train_seconds", 0.0) for t in done),
+        "feasible_by_rung": by_rung, "front_rung": top,
+        "front": [t.user_attrs["arch"] for t in best],
+        "front_acc": [t.values[0] for t in best],
+        "latency": {t.user_attrs["arch"]: t.user_attrs["latency_ms"] for t in best},
+        # Plain search, and the top rung, train an arch by the shipped recipe with the run's
+        # seed (the top rung's weights equal plain training's: tests/nas/test_sh_continuation),
+        # so these results are the truth already and need no re-training.
+        "full": {t.user_attrs["arch"]: t.values[0] for t in feasible
+                 if not scheduled or _rung(t) == TOP_RUNG},
+    }
+
+
+def run_arm(name: str, seed: int, scheduled: bool, seconds: float,
+            scratch: Path) -> dict[str, Any]:
+    """Run (or reopen, when its folder holds a finished study) one arm and summarise it."""
+    over: dict[str, Any] = {"name": f"qs_{name}_{seed}", "seed": seed, "n_trials": 100000,
+                            "timeout": seconds,
+                            "latency.cache": str(scratch / f"costs_{name}_{seed}.db"),
+                            **ONE_THREAD}
+    if scheduled:
+        over["schedule"] = SCHEDULE
+    cfg = load_study(STUDY, over)
+    study_dir = store.prepare_dir(cfg, scratch)
+    if (study_dir / "trials.parquet").exists():
+        study = store.load_dir(study_dir)[1]
+        wall = _trials_wall(study.get_trials(deepcopy=False))
+    else:
+        t0 = time.perf_counter()
+        study = optuna_driver.run(cfg, study_dir, workers=1, progress=False)
+        wall = time.perf_counter() - t0
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    return summarise(name, seed, done, scheduled, wall)
+
+
+def _trials_wall(trials: Sequence[FrozenTrial]) -> float:
+    """A finished study's wall time, first start to last completion (its process is gone)."""
+    ts = [t for t in trials if t.datetime_complete and t.datetime_start]
+    return (max(t.datetime_complete for t in ts) - min(t.datetime_start for t in ts)
+            ).total_seconds()
+
+
+def rescore(archs: Sequence[str], seed: int, cache: dict[tuple[str, int], float],
+            scratch: Path) -> None:
+    """Fill ``cache`` with each arch's accuracy at the full budget, training only the missing."""
+    missing = [a for a in archs if (a, seed) not in cache]
+    if not missing:
+        return
+    ev = Evaluator(load_study(STUDY, {"seed": seed, **ONE_THREAD,
+                                      "latency.cache": str(scratch / "costs_rescore.db")}))
+    ev.prepare()
+    for a in missing:
+        cache[(a, seed)] = ev.evaluate(a).metrics[METRIC]
+
+
+def paired_run(seed: int, seconds: float, scratch: Path,
+               cache: dict[tuple[str, int], float]) -> list[dict[str, Any]]:
+    """Both arms under one seed, their fronts truth-scored."""
+    plain = run_arm("plain", seed, False, seconds, scratch)
+    arms = [plain, run_arm("sh", seed, True, plain["wall_s"], scratch)]
+    t0 = time.perf_counter()
+    for arm in arms:
+        cache.update({(a, seed): v for a, v in arm["full"].items()})
+    rescore(sorted({a for arm in arms for a in arm["front"]}), seed, cache, scratch)
+    for arm in arms:
+        arm["truth_acc"] = [cache[(a, seed)] for a in arm["front"]]
+        arm["hv_truth"] = truth_hv([(cache[(a, seed)], arm["latency"][a]) for a in arm["front"]])
+        arm["rescore_s"] = time.perf_counter() - t0
+        arm["load"] = list(os.getloadavg())  # the host is shared: say how loaded it was
+    return arms
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Every paired run, saved to ``args.json`` after each seed (a stopped run keeps its seeds)."""
+    torch.set_num_threads(1)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"command": command_line(), "seconds": args.seconds,
+                              "schedule": SCHEDULE, "reference": REFERENCE, "runs": []}
+    cache: dict[tuple[str, int], float] = {}
+    for seed in args.seeds:
+        result["runs"] += paired_run(seed, args.seconds, args.out_dir, cache)
+        result["provenance"] = provenance("cpu")
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        print(json.dumps(result["runs"][-2:]), flush=True)
+    return result
+
+
+HEAD = ["run (seed)", "arm", "wall s", "evaluations", "candidates", "trained candidates",
+        "feasible evaluations by rung", "training s", "front (rung)", "front acc as searched",
+        "front acc, truth", "HV of truth-scored front"]
+
+
+def _accs(values: Sequence[float]) -> str:
+    return ", ".join(f"{v:.3f}" for v in values)
+
+
+def _row(arm: dict[str, Any]) -> list[str]:
+    by_rung = {int(k): v for k, v in arm["feasible_by_rung"].items()}  # JSON keys are strings
+    if arm["arm"] == "plain":
+        rungs, where = f"{sum(by_rung.values())} (full budget)", "(full budget)"
+    else:
+        rungs = ", ".join(f"rung {r}: {n}" for r, n in sorted(by_rung.items()))
+        where = f"(rung {arm['front_rung']})"
+    archs = ", ".join(f"`{a}`" for a in arm["front"])
+    return [str(arm["seed"]), arm["arm"], f"{arm['wall_s']:.0f}", str(arm["evaluations"]),
+            str(arm["candidates"]), str(arm["trained"]), rungs, f"{arm['train_s']:.0f}",
+            f"{archs} {where}", _accs(arm["front_acc"]), _accs(arm["truth_acc"]),
+            f"{arm['hv_truth']:.3f}"]
+
+
+def _pairs(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    by_seed: dict[int, dict[str, dict[str, Any]]] = {}
+    for arm in runs:
+        by_seed.setdefault(arm["seed"], {})[arm["arm"]] = arm
+    return [(arms["plain"], arms["sh"]) for arms in by_seed.values()
+            if "plain" in arms and "sh" in arms]
+
+
+def _comparison(plain: dict[str, Any], sh: dict[str, Any]) -> str:
+    ratio = f"{sh['trained'] / plain['trained']:.1f}x" if plain["trained"] else "no plain"
+    return (f"Run {plain['seed']}: successive halving trained {sh['trained']} candidates "
+            f"against {plain['trained']} ({ratio}) and its truth-scored front has HV "
+            f"{sh['hv_truth']:.3f} against {plain['hv_truth']:.3f}.")
+
+
+def _rungs_reached(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    top = max((sh["front_rung"] for _, sh in pairs), default=0)
+    text = (f"In {len(pairs)} paired run(s), the highest rung any successive-halving arm "
+            f"reached was {top} (the top rung is {TOP_RUNG})")
+    if top < TOP_RUNG:
+        return text + (": the short, loaded runs never trained a candidate to the full budget "
+                       "through the rungs, so each of its fronts holds the highest rung reached "
+                       "and is truth-scored by re-training those members.")
+    return text + "."
+
+
+def render(result: dict[str, Any]) -> str:
+    """The results block: one table row per arm, a line per paired run, the rungs reached."""
+    rows = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    rows += ["| " + " | ".join(_row(arm)) + " |" for arm in result["runs"]]
+    pairs = _pairs(result["runs"])
+    lines = [*rows, "", *(_comparison(p, s) for p, s in pairs), "", _rungs_reached(pairs), ""]
+    if result.get("note"):
+        lines.append(f"Source: `{result['command']}`; {result['note']}.")
+    else:
+        prov = result.get("provenance", {})
+        lines.append(f"Command: `{result['command']}` on {prov.get('device', 'unknown device')}, "
+                     f"git {prov.get('git', 'unknown')}, {prov.get('time_utc', '')}.")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse(argv)
+    if args.render:
+        if not args.json.exists():
+            raise ConfigError.one("--render", "the result file --json must exist",
+                                  str(args.json), "run the measurement first or pass "
+                                  "--json PATH")
+        result = json.loads(args.json.read_text())
+    else:
+        result = measure(args)
+    replace_section(args.md, BLOCK, render(result))
+    print(f"wrote the {BLOCK} block of {args.md}")
+
+
+if __name__ == "__main__":
+    main()
