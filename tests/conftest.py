@@ -9,6 +9,7 @@ import os
 
 import pytest
 import torch
+from xdist.scheduler import LoadScopeScheduling
 
 # Local Ray instances on the loopback address, whatever the machine's network interface. Ray 2.60
 # on Linux resolves ray.init(_node_ip_address="127.0.0.1") and `ray start --node-ip-address
@@ -22,8 +23,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs CUDA; skipped on CPU-only machines")
 
 
-# Files that start a local Ray instance. Under pytest-xdist they share one group, so they run on
-# one worker one after another: two Ray heads on one host race for /tmp/ray/session_latest.
+# Files that start a local Ray instance. Under pytest-xdist they form one scope, so they run on
+# one worker one after another: each starts its own Ray head, and two at once on two cores
+# starve each other's raylet start-up.
 RAY_FILES = frozenset({
     "tests/hwnas/train/test_ddp_ray.py", "tests/nas/test_finalize.py", "tests/nas/test_plugins.py",
     "tests/nas/test_ray_driver.py", "tests/nas/test_ray_searcher.py",
@@ -32,18 +34,23 @@ RAY_FILES = frozenset({
 })
 
 
-def _xdist_group(item: pytest.Item, root: str) -> str:
-    # One group per file keeps a module's fixtures on one worker (computed once, as in a serial
-    # run); the Ray files form one group of their own.
-    rel = os.path.relpath(str(item.path), root)
-    return "ray" if rel in RAY_FILES else rel
+class _FileOrRayScheduling(LoadScopeScheduling):
+    """``--dist loadfile`` (a module's fixtures are computed once, on one worker), with the Ray
+    files as one scope. Scopes go out largest first (xdist's default order)."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        return "ray" if path in RAY_FILES else path
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
+    # xdist's own loadgroup cannot group here: it tags node ids, which pytest 9.2 no longer reads.
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return _FileOrRayScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = str(config.rootpath)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_xdist_group(item, root)))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA (marked gpu); torch.cuda.is_available() is False")
