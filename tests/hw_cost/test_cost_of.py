@@ -77,7 +77,9 @@ def test_a_longer_timing_request_replaces_a_short_cached_figure(cache):
     arch = get_space("resnet").random_arch(random.Random(4))
     short = _cost("resnet", arch, cache)
     assert short["latency_min_seconds"] == 0.0
-    long_rule = StopRule(window=5, rel_tol=0.5, min_repeats=5, max_seconds=0.5,
+    # Stable whatever the host's load (any spread passes, time enough for 5 repeats): this test
+    # is about the minimum timing length, not about stability, which a loaded host decides.
+    long_rule = StopRule(window=5, rel_tol=10.0, min_repeats=5, max_seconds=5.0,
                          warmup_seconds=0.0, warmup_calls=1, min_seconds=0.1)
     longer = _cost("resnet", arch, cache, rule=long_rule)
     assert longer["cached"] is False and longer["latency_min_seconds"] == 0.1
