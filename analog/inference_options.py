@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from analog.coverage import split_layers
+from analog.option_checks import aihwkit_problems
 from hwnas.common.errors import Problem
 
 COMPENSATIONS = {
@@ -270,18 +271,14 @@ def _out_noise_std_problems(where: str, rpu: Any, opts: InferenceOptions) -> lis
 
 def ir_drop_t_problems(where: str, rpu: Any) -> list[Problem]:
     """aihwkit's own support checks of its time-dependent IR-drop tile on ``rpu``."""
-    from aihwkit.exceptions import ConfigError as AihwkitConfigError
     from aihwkit.simulator.tiles.analog_mvm_irdrop_t import AnalogMVMIRDropT
     from aihwkit.simulator.tiles.torch_tile import TorchSimulatorTile
 
-    out = []
-    for check, arg in ((TorchSimulatorTile.check_rpu_config_support, rpu),
-                       (AnalogMVMIRDropT.check_support, rpu.forward)):
-        try:
-            check(arg)
-        except AihwkitConfigError as err:
-            out.append(Problem(where, "ir_drop_t needs a config aihwkit's IR-drop tile "
-                               "supports", str(err), "drop ir_drop_t for this hardware model"))
+    out = aihwkit_problems(
+        where, ((TorchSimulatorTile.check_rpu_config_support, rpu),
+                (AnalogMVMIRDropT.check_support, rpu.forward)),
+        "ir_drop_t needs a config aihwkit's IR-drop tile supports",
+        "drop ir_drop_t for this hardware model")
     if rpu.forward.is_perfect or rpu.forward.inp_res <= 0:
         out.append(Problem(where, "ir_drop_t needs a DAC (its pulse widths set the time steps)",
                            rpu.forward.inp_res, "drop ir_drop_t for this hardware model"))

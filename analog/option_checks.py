@@ -56,21 +56,29 @@ def hermes_g_max(num_devices: int) -> float:
     return float(HermesNoiseModel(num_devices=num_devices).g_max)
 
 
+def aihwkit_problems(where: str, checks: Any, rule: str, fix: str) -> list[Problem]:
+    """Run aihwkit's own support checks, ``(check, argument)`` pairs: each refusal becomes one
+    problem under ``rule`` with aihwkit's reason as the value."""
+    from aihwkit.exceptions import ConfigError as AihwkitConfigError
+
+    out = []
+    for check, arg in checks:
+        try:
+            check(arg)
+        except AihwkitConfigError as err:
+            out.append(Problem(where, rule, str(err), fix))
+    return out
+
+
 def torch_tile_problems(where: str, rpu: Any) -> list[Problem]:
     """aihwkit's own torch-tile support checks on ``rpu`` (a ``TorchInferenceRPUConfig``)."""
-    from aihwkit.exceptions import ConfigError as AihwkitConfigError
     from aihwkit.simulator.tiles.analog_mvm import AnalogMVM
     from aihwkit.simulator.tiles.torch_tile import TorchSimulatorTile
 
     if type(rpu.forward).__name__ == "IOParametersIRDropT":
         return []  # ir_drop_t: its own tile's checks (analog.inference_options)
-    out = []
-    for check, arg in ((TorchSimulatorTile.check_rpu_config_support, rpu),
-                       (AnalogMVM.check_support, rpu.forward)):
-        try:
-            check(arg)
-        except AihwkitConfigError as err:
-            out.append(Problem(where, "tile='torch' needs a config aihwkit's torch tile "
-                               "supports", str(err),
-                               "use tile='cpp' (the default) for this hardware model"))
-    return out
+    return aihwkit_problems(
+        where, ((TorchSimulatorTile.check_rpu_config_support, rpu),
+                (AnalogMVM.check_support, rpu.forward)),
+        "tile='torch' needs a config aihwkit's torch tile supports",
+        "use tile='cpp' (the default) for this hardware model")

@@ -8,6 +8,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import optuna
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,3 +40,16 @@ def write_study(folder: Path, raw: dict[str, Any]) -> Path:
     path = folder / f"{raw['name']}.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
+
+
+def stored_study(out: Path, name: str) -> optuna.Study:
+    """The study a run of ``name`` stored under ``out`` (its SQLite file)."""
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{out / name / 'study.db'}")
+
+
+def state_counts(study: optuna.Study) -> dict[str, int]:
+    """How many of the study's trials are in each state, by state name."""
+    out: dict[str, int] = {}
+    for t in study.get_trials(deepcopy=False):
+        out[t.state.name] = out.get(t.state.name, 0) + 1
+    return out

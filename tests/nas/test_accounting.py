@@ -12,22 +12,11 @@ from pathlib import Path
 import optuna
 import pytest
 from optuna.trial import TrialState
-from study_files import REPO, live_raw, tabular_raw, write_study
+from study_files import REPO, live_raw, state_counts, stored_study, tabular_raw, write_study
 
 from nas.cli import main
 from nas.search.optuna_driver import surplus
 from nas.study import store
-
-
-def _study(out: Path, name: str) -> optuna.Study:
-    return optuna.load_study(study_name=name, storage=f"sqlite:///{out / name / 'study.db'}")
-
-
-def _states(study: optuna.Study) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for t in study.get_trials(deepcopy=False):
-        out[t.state.name] = out.get(t.state.name, 0) + 1
-    return out
 
 
 def _search(path: Path, out: Path, *extra: str) -> int:
@@ -44,16 +33,16 @@ def _running_elsewhere(study: optuna.Study) -> optuna.Trial:
 def test_no_trial_starts_while_running_ones_would_reach_n_trials(tmp_path: Path) -> None:
     path = write_study(tmp_path, tabular_raw("busy", n_trials=2))
     assert _search(path, tmp_path) == 0
-    _running_elsewhere(_study(tmp_path, "busy"))
+    _running_elsewhere(stored_study(tmp_path, "busy"))
     # 2 complete + 1 running elsewhere = 3: this worker has nothing to add
     assert _search(path, tmp_path, "--n-trials", "3") == 0
-    assert _states(_study(tmp_path, "busy")) == {"COMPLETE": 2, "RUNNING": 1}
+    assert state_counts(stored_study(tmp_path, "busy")) == {"COMPLETE": 2, "RUNNING": 1}
 
 
 def test_of_two_simultaneous_trials_the_later_one_yields(tmp_path: Path) -> None:
     path = write_study(tmp_path, tabular_raw("race", n_trials=2))
     assert _search(path, tmp_path) == 0
-    study = _study(tmp_path, "race")
+    study = stored_study(tmp_path, "race")
     first, second = _running_elsewhere(study), _running_elsewhere(study)
     assert not surplus(first, 3) and surplus(second, 3)
     assert not surplus(second, 4)
@@ -64,9 +53,9 @@ def test_of_two_simultaneous_trials_the_later_one_yields(tmp_path: Path) -> None
 def test_workers_complete_exactly_n_trials(tmp_path: Path, workers: int) -> None:
     path = write_study(tmp_path, tabular_raw("exact", n_trials=20))
     assert _search(path, tmp_path, "--workers", str(workers)) == 0
-    study = _study(tmp_path, "exact")
-    assert _states(study).get("COMPLETE") == 20
-    assert not _states(study).get("RUNNING")
+    study = stored_study(tmp_path, "exact")
+    assert state_counts(study).get("COMPLETE") == 20
+    assert not state_counts(study).get("RUNNING")
 
 
 def _wait_running(db: Path, proc: subprocess.Popen, timeout: float = 600) -> None:
@@ -92,10 +81,10 @@ def test_a_signal_fails_the_running_trial_and_a_rerun_continues(tmp_path: Path,
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0
-    study = _study(tmp_path, "stopped")
+    study = stored_study(tmp_path, "stopped")
     failed = study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
     assert not study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     assert [t.user_attrs.get("fail_reason") for t in failed] == [
         f"interrupted by {sig.name}"], err
     subprocess.run(cmd, cwd=REPO, check=True, timeout=900, capture_output=True)
-    assert _states(_study(tmp_path, "stopped")) == {"COMPLETE": 3, "FAIL": 1}
+    assert state_counts(stored_study(tmp_path, "stopped")) == {"COMPLETE": 3, "FAIL": 1}

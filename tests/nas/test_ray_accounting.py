@@ -21,7 +21,7 @@ import optuna
 import pandas as pd
 import pytest
 from optuna.trial import TrialState
-from study_files import REPO, TABLE, live_raw, tabular_raw, write_study
+from study_files import REPO, TABLE, live_raw, state_counts, stored_study, tabular_raw, write_study
 
 from nas.cli import main
 from nas.search.optuna_driver import Interrupted
@@ -41,17 +41,6 @@ def local_ray() -> Iterator[None]:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
-
-
-def _study(out: Path, name: str) -> optuna.Study:
-    return optuna.load_study(study_name=name, storage=f"sqlite:///{out / name / 'study.db'}")
-
-
-def _states(study: optuna.Study) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for t in study.get_trials(deepcopy=False):
-        out[t.state.name] = out.get(t.state.name, 0) + 1
-    return out
 
 
 def _search(path: Path, out: Path) -> int:
@@ -113,14 +102,14 @@ def test_sigterm_fails_the_running_trials_and_a_rerun_finishes_the_rest(
     while time.time() < deadline and any(_alive(p) for p in ray_procs):
         time.sleep(0.5)
     assert ray_procs and not [p for p in ray_procs if _alive(p)]  # Ray was shut down
-    study = _study(tmp_path, "stopped")
+    study = stored_study(tmp_path, "stopped")
     failed = study.get_trials(states=(TrialState.FAIL,))
     reasons = {t.user_attrs.get("fail_reason") for t in failed}
     assert failed and reasons == {"interrupted by SIGTERM"}, err.decode()[-3000:]
     assert not study.get_trials(states=(TrialState.RUNNING,))
     request.getfixturevalue("local_ray")  # started now: two Ray heads on one host would race
     assert _search(path, tmp_path) == 0
-    assert _states(_study(tmp_path, "stopped")) == {"COMPLETE": 3, "FAIL": len(failed)}
+    assert state_counts(stored_study(tmp_path, "stopped")) == {"COMPLETE": 3, "FAIL": len(failed)}
 
 
 # -- in-process runs on the module's Ray ------------------------------------------------------
@@ -128,10 +117,10 @@ def test_sigterm_fails_the_running_trials_and_a_rerun_finishes_the_rest(
 def test_exactly_n_trials_and_a_rerun_adds_none(tmp_path: Path, local_ray: None) -> None:
     path = write_study(tmp_path, tabular_raw("exact", n_trials=20, backend="ray", ray=_RAY))
     assert _search(path, tmp_path) == 0
-    assert _states(_study(tmp_path, "exact")) == {"COMPLETE": 20}
+    assert state_counts(stored_study(tmp_path, "exact")) == {"COMPLETE": 20}
     assert _search(path, tmp_path) == 0  # finished: nothing to add, nothing copied twice
-    study = _study(tmp_path, "exact")
-    assert _states(study) == {"COMPLETE": 20}
+    study = stored_study(tmp_path, "exact")
+    assert state_counts(study) == {"COMPLETE": 20}
     ids = [t.user_attrs["ray_trial_id"] for t in study.trials]
     assert len(set(ids)) == 20
 
@@ -147,7 +136,7 @@ def test_a_pool_study_samples_only_its_pool_and_failures_are_made_up(
                       space_pool=str(tmp_path / "pool.txt"),
                       tabular={"path": str(tmp_path / "table.parquet")})
     assert _search(write_study(tmp_path, raw), tmp_path) == 0
-    study = _study(tmp_path, "pooled")
+    study = stored_study(tmp_path, "pooled")
     done = study.get_trials(states=(TrialState.COMPLETE,))
     assert len(done) == 3 and not study.get_trials(states=(TrialState.RUNNING,))
     assert all(t.user_attrs["arch"] in pool and set(t.params) == {"pool_index"}
@@ -181,7 +170,7 @@ def test_an_interrupted_trial_rerun_by_restore_is_stored_complete(tmp_path: Path
                reason="interrupted by SIGTERM")  # the same failure twice: stored once
     copy_trial(cfg, study, tmp_path, _ray_trial("a", config, ok), errored=False)
     copy_trial(cfg, study, tmp_path, _ray_trial("a", config, ok), errored=False)
-    assert _states(study) == {"FAIL": 1, "COMPLETE": 1}
+    assert state_counts(study) == {"FAIL": 1, "COMPLETE": 1}
     fail = study.get_trials(states=(TrialState.FAIL,))[0]
     assert fail.user_attrs["fail_reason"] == "interrupted by SIGTERM"
 
@@ -190,7 +179,7 @@ def test_a_complete_trial_past_n_trials_is_stored_pruned(tmp_path: Path) -> None
     cfg, study, config, ok = _copy_setup(tmp_path, n_trials=2)
     for tid in ("a", "b", "c"):  # a restored run re-created a trial already copied
         copy_trial(cfg, study, tmp_path, _ray_trial(tid, config, ok), errored=False)
-    assert _states(study) == {"COMPLETE": 2, "PRUNED": 1}
+    assert state_counts(study) == {"COMPLETE": 2, "PRUNED": 1}
     extra = study.get_trials(states=(TrialState.PRUNED,))[0]
     assert extra.user_attrs["ray_trial_id"] == "c"
     assert extra.user_attrs["fail_reason"].startswith("surplus: n_trials=2")
