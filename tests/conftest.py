@@ -6,6 +6,7 @@ CUDA test (``pytest -m gpu`` on a GPU machine)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,34 +24,39 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs CUDA; skipped on CPU-only machines")
 
 
-# Files that start a local Ray instance. Under pytest-xdist they form one scope, so they run on
-# one worker one after another: each starts its own Ray head, and two at once on two cores
-# starve each other's raylet start-up.
-RAY_FILES = frozenset({
-    "tests/hwnas/train/test_ddp_ray.py", "tests/nas/test_finalize.py", "tests/nas/test_plugins.py",
-    "tests/nas/test_ray_driver.py", "tests/nas/test_ray_searcher.py",
-    "tests/nas/test_schedule_ray.py", "tests/nas/test_reproducible.py",
-    "tests/nas/test_study_config.py", "tests/nas/test_ray_accounting.py",
-})
+def _starts_ray(nodeid: str) -> bool:
+    # The project's naming: a test that starts a local Ray says so in its file or test name.
+    path, _, name = nodeid.partition("::")
+    return "ray" in Path(path).name or "ray" in name.lower()
+
+
+def _scope(nodeid: str) -> str:
+    return "ray" if _starts_ray(nodeid) else nodeid.split("::", 1)[0]
 
 
 class _FileOrRayScheduling(LoadScopeScheduling):
-    """``--dist loadfile`` (a module's fixtures are computed once, on one worker), with the Ray
-    files as one scope. Scopes go out largest first (xdist's default order)."""
+    """``--dist loadfile`` (a module's fixtures are computed once, on one worker), with every
+    test that starts Ray in one scope: one after another on one worker, so two Ray heads never
+    start at once on two cores. Scopes go out in collection order, which
+    ``pytest_collection_modifyitems`` sets longest first."""
 
     def _split_scope(self, nodeid: str) -> str:
-        path = nodeid.split("::", 1)[0]
-        return "ray" if path in RAY_FILES else path
+        return _scope(nodeid)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
     # xdist's own loadgroup cannot group here: it tags node ids, which pytest 9.2 no longer reads.
     if config.getvalue("dist") != "loadfile":
         return None
+    config.option.loadscopereorder = False  # keep the longest-first order set below
     return _FileOrRayScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Longest scopes first, so no long one is left for the end while the other worker idles:
+    # the Ray scope, then files holding slow (end-to-end) tests, then the rest; stable within.
+    slow = {_scope(i.nodeid) for i in items if i.get_closest_marker("slow") is not None}
+    items.sort(key=lambda i: (_scope(i.nodeid) != "ray", _scope(i.nodeid) not in slow))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA (marked gpu); torch.cuda.is_available() is False")
