@@ -138,10 +138,14 @@ def plan_v2() -> list[truth.Unit]:
     """Truth v2's work in order: the resnet bands (seed 0), interleaved with the second seed
     on ``N_SECOND`` of them; then the mbconv bands; then HWA for everything at seed 0."""
     first = [truth.Unit("resnet", a, p) for a in band_archs("resnet") for p in ("train", "score")]
-    again = [truth.Unit("resnet", a, p, SECOND_SEED) for a in second_seed_archs()
-             for p in ("train", "score")]
+    # A second seed is read only beside its first: those whose seed 0 is scored go in between,
+    # the others after every first seed.
+    ready = [a for a in second_seed_archs() if truth.Unit("resnet", a, "score").done()]
+    later = [a for a in second_seed_archs() if a not in ready]
+    again = [truth.Unit("resnet", a, p, SECOND_SEED) for a in ready for p in ("train", "score")]
     mixed = [u for pair in zip(first, again + [None] * len(first), strict=False) for u in pair if u]
     mixed += again[len(first):]
+    mixed += [truth.Unit("resnet", a, p, SECOND_SEED) for a in later for p in ("train", "score")]
     mb = [truth.Unit("mbconv", a, p) for a in band_archs("mbconv") for p in ("train", "score")]
     hwa = [truth.Unit(s, a, p) for s in ("resnet", "mbconv") for a in band_archs(s)
            for p in ("hwa", "score_hwa")]
