@@ -60,6 +60,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("analog_depth", ("hwnas analog list", "python -m bench.analog.speed",
                              "hwnas analog-eval", "python -m bench.analog.energy"),
             "the marked blocks assembled from the commands named in each, with the readings"),
+    Section("analog_energy", ("python -m bench.analog.energy --sensitivity",), reading=True),
     Section("analog_hwa_match", ("python -m bench.analog.hwa_match",)),
     # The report copies in its findings from bench/data/fidelity/findings.md.
     Section("fidelity", ("python -m bench.fidelity report",)),

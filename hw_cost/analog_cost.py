@@ -23,6 +23,7 @@ from torch import nn
 import analog
 from analog.coverage import digital_layers, is_mappable
 from analog.fast import split_sizes
+from hw_cost.analog_cells import CELL_RULE, PAIR_READOUTS, cells_of, device_shape
 from hw_cost.static import count_flops
 from hwnas.common.errors import ConfigError, Problem
 
@@ -82,6 +83,14 @@ class AnalogFigures:
     (the analog chip moves activations between cores digitally). Digital MACs run at
     ``digital_macs_per_s``. Layers run one after another (no pipelining); a model larger than
     the chip follows ``OVERFLOW_RULE``.
+
+    Devices per weight (``hw_cost.analog_cells.CELL_RULE``): a weight takes ``cells_per_weight``
+    unit cells, one per conductance pair of its converter (``figures_for`` reads it from the
+    hardware model's aihwkit converter); ``pair_readout`` says whether a weight's cells share a
+    column current (``shared``: n rows per weight) or are converted apart (``separate``: n
+    columns per weight). Cores, conversions and array energy follow the cells in use.
+    ``converter`` and ``devices_per_weight`` are recorded, not priced: devices sharing one
+    conductance with equal weight (``HermesNoiseModel(num_devices=2)``) sit in one cell.
     """
 
     tile_rows: int = 256
@@ -102,9 +111,22 @@ class AnalogFigures:
     sram_pj_per_byte_45nm: float = 1.25
     node_scale: float = 0.3
     digital_macs_per_s: float = 1e12
+    cells_per_weight: int = 1
+    pair_readout: str = "shared"
+    converter: str = "SinglePairConductanceConverter"
+    devices_per_weight: int = 2
 
     def __post_init__(self) -> None:
         problems = []
+        if not isinstance(self.cells_per_weight, int) or isinstance(self.cells_per_weight, bool) \
+                or self.cells_per_weight < 1:
+            problems.append(Problem("cells_per_weight", "must be an integer >= 1 (one unit cell "
+                                    "per conductance pair)", self.cells_per_weight,
+                                    "use 1 for a single pair, n for n pairs"))
+        if self.pair_readout not in PAIR_READOUTS:
+            problems.append(Problem("pair_readout", f"must be one of {list(PAIR_READOUTS)}",
+                                    self.pair_readout, "shared (one column current, as aihwkit "
+                                    "simulates)"))
         if self.read_mode not in ("one_phase", "four_phase"):
             problems.append(Problem("read_mode", "must be one_phase or four_phase",
                                     self.read_mode, "one_phase (aihwkit's signed MVM)"))
@@ -173,6 +195,10 @@ class AnalogFigures:
         its own column conversions."""
         return sum(self.slice_mvm_nj(r, c) for r, c in self.core_slices(rows, cols))
 
+    def cells_shape(self, rows: int, cols: int) -> tuple[int, int]:
+        """The unit cells a ``rows`` x ``cols`` weight tile occupies (``CELL_RULE``)."""
+        return device_shape(rows, cols, self.cells_per_weight, self.pair_readout)
+
     def assumptions(self) -> dict[str, Any]:
         """What the estimate rests on, stated with every estimate."""
         return {"adc_share": self.adc_share, "adc_bits": self.adc_bits,
@@ -181,20 +207,28 @@ class AnalogFigures:
                 "core": f"{self.core_rows}x{self.core_cols}", "cores": self.cores,
                 "gate_unused_adcs": self.gate_unused_adcs,
                 "adc_conversions": "one per column per core slice",
+                "converter": self.converter, "cells_per_weight": self.cells_per_weight,
+                "devices_per_weight": self.devices_per_weight,
+                "pair_readout": self.pair_readout, "cells": CELL_RULE,
                 "overflow": OVERFLOW_RULE, "digital_reference": DIGITAL_REFERENCE}
 
 
 def figures_for(hw: str, figures: AnalogFigures | None = None,
                 options: dict[str, Any] | None = None) -> AnalogFigures:
-    """``figures`` with tile size and ADC bits of analog hardware model ``hw`` (with the study's
-    ``options`` applied, e.g. ``{"tile_size": 256}``), so the cost describes the hardware the
-    accuracy model simulates. The read mode stays ``figures``': it is how the chip applies
-    signed inputs, which no device model decides (devices per weight do not)."""
-    desc = analog.get_hw(hw).describe(**(options or {}))
+    """``figures`` with tile size, ADC bits and cells per weight of analog hardware model ``hw``
+    (with the study's ``options`` applied, e.g. ``{"tile_size": 256}`` or ``{"converter":
+    "dual:1/3"}``), so the cost describes the hardware the accuracy model simulates. The read
+    mode and the pair readout stay ``figures``': they are how the chip applies signed inputs
+    and reads a weight's pairs, which no device model decides."""
+    model = analog.get_hw(hw)
+    desc = model.describe(**(options or {}))
     bits = round(math.log2(1 / desc["out_res"] + 2)) if 0 < desc["out_res"] < 1 else 8
     rows, cols = desc["tile_rows"], desc["tile_cols"]
+    cells = cells_of(model.rpu_config(**(options or {})).noise_model)
     return replace(figures or AnalogFigures(), tile_rows=rows if rows > 0 else 0,
-                   tile_cols=cols if cols > 0 else 0, adc_bits=bits)
+                   tile_cols=cols if cols > 0 else 0, adc_bits=bits,
+                   cells_per_weight=cells.cells, devices_per_weight=cells.devices,
+                   converter=cells.converter)
 
 
 def is_analog_mappable(module: nn.Module) -> bool:
@@ -245,12 +279,14 @@ def _layer_costs(model: nn.Module, counts: dict[str, int], fig: AnalogFigures) -
         rows, cols = _matrix_shape(modules[name])
         shapes = [(r, c) for r in split_sizes(rows, fig.tile_rows)
                   for c in split_sizes(cols, fig.tile_cols)]
-        # a tile larger than a core spans several cores
-        cores = sum(len(fig.core_slices(r, c)) for r, c in shapes)
+        # a weight takes one cell per conductance pair; a tile larger than a core spans cores
+        cells = [fig.cells_shape(r, c) for r, c in shapes]
+        cores = sum(len(fig.core_slices(r, c)) for r, c in cells)
         layers.append({"name": name, "rows": rows, "cols": cols, "tiles": len(shapes),
-                       "cores": cores, "mvms": mvms, "tile_mvms": mvms * len(shapes),
+                       "cores": cores, "cells": sum(r * c for r, c in cells), "mvms": mvms,
+                       "tile_mvms": mvms * len(shapes),
                        "macs": mvms * rows * cols, "weights": modules[name].weight.numel(),
-                       "energy_nj": mvms * sum(fig.tile_mvm_nj(r, c) for r, c in shapes),
+                       "energy_nj": mvms * sum(fig.tile_mvm_nj(r, c) for r, c in cells),
                        "in_bytes": mvms * rows,
                        "latency_ns": mvms * fig.mvm_ns * math.ceil(cores / fig.cores)})
     return layers
@@ -303,7 +339,7 @@ def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int 
     """Estimated analog mapping cost of one inference (batch 1) of ``model``, next to the same
     model on the digital reference (``digital_reference_energy_uj``).
 
-    ``hw``: take tile size, ADC bits and read mode from that analog hardware model, with
+    ``hw``: take tile size, ADC bits and cells per weight from that analog hardware model, with
     ``hw_options`` applied (its ``AnalogOptions``), so cost and accuracy see one tile size.
     ``tile_size``: crossbar rows = cols; overrides ``hw``'s. Without either: ``TILE_SIZE``.
     ``digital``: shell patterns of layers kept digital (layer-wise mapping).
@@ -335,7 +371,10 @@ def analog_cost(model: nn.Module, input_shape: Sequence[int], *, tile_size: int 
         "tile_size": fig.tile_rows,
         "hw": hw, "hw_options": dict(hw_options or {}), "adc_bits": fig.adc_bits,
         "read_mode": fig.read_mode,
+        "converter": fig.converter, "cells_per_weight": fig.cells_per_weight,
+        "devices_per_weight": fig.devices_per_weight, "pair_readout": fig.pair_readout,
         "tiles": sum(layer["tiles"] for layer in layers),
+        "cells_used": sum(layer["cells"] for layer in layers),
         "cores_used": cores_used,
         "fits_on_chip": cores_used <= fig.cores,
         "chips_needed": max(math.ceil(cores_used / fig.cores), 1),

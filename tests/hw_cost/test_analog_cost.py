@@ -146,11 +146,14 @@ def test_bad_tile_size(tile_size):
         analog_cost(_model(), (3, 8, 8), tile_size=tile_size)
 
 
-def test_devices_per_weight_do_not_change_the_energy():
-    # pcm and pcm_hermes share tile size and ADC bits; only the device model differs
+def test_hermes_two_devices_per_sign_fill_one_cell():
+    # pcm and pcm_hermes share tile size and ADC bits; HERMES' 4 devices per weight (2 per
+    # conductance, equal weight) share one unit cell, so the energy is pcm's
     pcm = analog_cost(_model(), (3, 8, 8), hw="pcm")
     hermes = analog_cost(_model(), (3, 8, 8), hw="pcm_hermes")
     assert hermes["energy_uj"] == pytest.approx(pcm["energy_uj"])
+    assert (hermes["devices_per_weight"], pcm["devices_per_weight"]) == (4, 2)
+    assert hermes["cells_per_weight"] == pcm["cells_per_weight"] == 1
     assert hermes["assumptions"]["read_mode"] == "one_phase"
 
 
