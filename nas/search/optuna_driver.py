@@ -19,19 +19,18 @@ Setup / run / cleanup, in that order:
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing as mp
 import os
 import signal
-import threading
 import time
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from hwnas.common.signals import STOP_SIGNALS, handling_signals
 from nas.algorithms.samplers import make_sampler
 from nas.scoring.continuation import RungStore
 from nas.scoring.evaluate import Evaluator, Outcome
@@ -66,28 +65,19 @@ class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGINT: the running trial is stored FAIL with this reason, the run stops."""
 
 
-@contextlib.contextmanager
-def signals_interrupt() -> Iterator[None]:
+def signals_interrupt() -> AbstractContextManager[bool]:
     """SIGTERM and SIGINT raise ``Interrupted`` in the trial (Optuna then stores it FAIL, with
     the reason the objective records); a second signal during that cleanup is ignored so the
     FAIL reaches the storage. Only the main thread can own signal handlers: elsewhere a no-op."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    return handling_signals(_interrupt)
 
-    def handler(signum: int, _frame: object) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, signal.SIG_IGN)
-        name = signal.Signals(signum).name
-        raise Interrupted(f"interrupted by {name}: the running trial is stored FAIL; run the "
-                          "same command again to continue the study")
 
-    before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in before.items():
-            signal.signal(sig, old)
+def _interrupt(signum: int, _frame: object) -> None:
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    name = signal.Signals(signum).name
+    raise Interrupted(f"interrupted by {name}: the running trial is stored FAIL; run the "
+                      "same command again to continue the study")
 
 
 def _run_processes(cfg: StudyConfig, study_dir: Path, workers: int, bar: StudyProgress) -> None:

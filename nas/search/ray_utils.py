@@ -19,7 +19,6 @@ import math
 import os
 import pickle
 import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from ray.tune.search import Searcher
 from ray.tune.stopper import Stopper
 
 from hwnas.common.errors import ConfigError
+from hwnas.common.signals import handling_signals, on_main_thread
 from nas.search.optuna_driver import Interrupted
 from nas.search.schedule_ray import KEYS as SCHEDULE_KEYS
 from nas.study import store
@@ -273,25 +273,23 @@ def stop_on_signals() -> Iterator[None]:
     a second one raises ``Interrupted`` at once. Tune's own SIGINT handler must be off
     (``TUNE_DISABLE_SIGINT_HANDLER=1``), or it would replace this one during ``fit``. Only the
     main thread can own signal handlers: elsewhere a no-op."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: object) -> None:
-        name = signal.Signals(signum).name
-        if STOP.name is not None:
-            raise Interrupted(f"interrupted by {name} (a second signal): running trials may be "
-                              "unrecorded; run the same command again to continue the study")
-        STOP.name = name
-
-    STOP.name = None
-    before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in before.items():
-            signal.signal(sig, old)
+    owner = on_main_thread()  # STOP belongs to the run that handles the process's signals
+    if owner:
         STOP.name = None
+    try:
+        with handling_signals(_stop):
+            yield
+    finally:
+        if owner:
+            STOP.name = None
+
+
+def _stop(signum: int, _frame: object) -> None:
+    name = signal.Signals(signum).name
+    if STOP.name is not None:
+        raise Interrupted(f"interrupted by {name} (a second signal): running trials may be "
+                          "unrecorded; run the same command again to continue the study")
+    STOP.name = name
 
 
 def raise_if_signalled() -> None:
