@@ -37,6 +37,7 @@ from nas.scoring.evaluate import Evaluator, Outcome
 from nas.search import schedule
 from nas.search.budget_filter import attach_sampler
 from nas.search.progress import StudyProgress
+from nas.search.rung_sampler import HighestRungSampler
 from nas.study import store
 from nas.study.config import StudyConfig, validate_study
 from nas.study.mapping import sample_candidate
@@ -123,7 +124,7 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
         torch.set_num_threads(threads)
     sampler = make_sampler(cfg.sampler.name, seed=cfg.seed + index, options=cfg.sampler.options)
     if cfg.schedule.type != "none":  # the sampler learns from each arch's highest rung
-        sampler = schedule.HighestRungSampler(sampler)
+        sampler = HighestRungSampler(sampler)
     storage = store.open_storage(cfg.storage_url(study_dir), heartbeat_s=cfg.heartbeat_s)
     study = store.create_or_load(cfg, storage, sampler)
     # a kill -9'd run's trial: failed and queued now, not stale later

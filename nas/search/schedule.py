@@ -38,7 +38,7 @@ and retried by the heartbeat (``nas.study.store``) with its attributes, or is qu
 next promotion pass; a FAIL or PRUNED trial never holds a key. Hence no promotion is lost or run
 twice.
 
-**What the sampler learns from** (``HighestRungSampler``): each arch once, at the highest rung
+**What the sampler learns from** (``nas.search.rung_sampler``): each arch once, at the highest rung
 it completed. A rung result stays in the storage when the arch goes up, but the sampler no
 longer sees it, nor a promotion that has not finished (its parameters are its parent's, already
 seen): a low rung's score, trained on a fraction of the budget, is not a second observation of
@@ -58,8 +58,6 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.distributions import BaseDistribution
-from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.errors import ConfigError
@@ -230,72 +228,6 @@ def latest_rungs(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
         elif "promotion" not in t.user_attrs:  # a new candidate, running or queued
             out.append(t)
     return out
-
-
-class _HighestRungView:
-    """A study whose trial lists are ``latest_rungs`` of the real ones; everything else (its
-    directions, its storage for a sampler's own attributes) is the real study's."""
-
-    def __init__(self, study: optuna.Study):
-        self._study = study
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._study, name)
-
-    @property
-    def trials(self) -> list[FrozenTrial]:
-        return self.get_trials()
-
-    def get_trials(self, deepcopy: bool = True, states: Any = None) -> list[FrozenTrial]:
-        return latest_rungs(self._study.get_trials(deepcopy=deepcopy, states=states))
-
-    def _get_trials(self, deepcopy: bool = True, states: Any = None,
-                    use_cache: bool = False) -> list[FrozenTrial]:
-        # Optuna's own samplers (TPE, GP, NSGA-II) read the trials through this one
-        return latest_rungs(self._study._get_trials(deepcopy=deepcopy, states=states,
-                                                    use_cache=use_cache))
-
-
-class HighestRungSampler(BaseSampler):
-    """Any sampler, fed each arch at its highest completed rung only (``latest_rungs``).
-
-    Every call passes the study through a view that filters its trial lists; the wrapped
-    sampler's own attributes (``attach``, ``moves``) are reached through this one."""
-
-    def __init__(self, sampler: BaseSampler):
-        self.sampler = sampler
-
-    def __getattr__(self, name: str) -> Any:
-        if "sampler" not in self.__dict__:  # copying or unpickling: nothing to delegate to yet
-            raise AttributeError(name)
-        return getattr(self.__dict__["sampler"], name)
-
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial
-                                    ) -> dict[str, BaseDistribution]:
-        return self.sampler.infer_relative_search_space(_view(study), trial)
-
-    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        return self.sampler.sample_relative(_view(study), trial, search_space)
-
-    def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
-                           param_distribution: BaseDistribution) -> Any:
-        return self.sampler.sample_independent(_view(study), trial, param_name,
-                                               param_distribution)
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.sampler.before_trial(_view(study), trial)
-
-    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
-                    values: Sequence[float] | None) -> None:
-        self.sampler.after_trial(_view(study), trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self.sampler.reseed_rng()
-
-
-def _view(study: optuna.Study) -> optuna.Study:
-    return _HighestRungView(study)  # type: ignore[return-value] - duck-typed: a Study to read
 
 
 def budget_of(sh: SuccessiveHalving | None, config: dict[str, Any]) -> float | None:

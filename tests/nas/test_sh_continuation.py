@@ -175,18 +175,23 @@ class _Seen:
         self.inner = optuna.samplers.RandomSampler(seed=0)
         self.public: list[list[tuple]] = []
         self.internal: list[list[tuple]] = []
+        self.hidden: list[list[tuple]] = []
 
     def infer_relative_search_space(self, study, trial):  # noqa: ANN001, ANN201
         from optuna.trial import TrialState
 
-        def seen(trials):  # noqa: ANN001, ANN202
+        def seen(trials):  # noqa: ANN001, ANN202 - FAIL: a trial hidden from the sampler
             return sorted((t.user_attrs.get("arch", "-"), t.user_attrs.get("rung", -1),
-                           t.values[0] if t.values else t.state.name) for t in trials)
+                           t.values[0] if t.values else t.state.name) for t in trials
+                          if t.state != TrialState.FAIL)
 
-        self.public.append(seen(study.get_trials(deepcopy=False)))
+        trials = study.get_trials(deepcopy=False)
+        self.public.append(seen(trials))
         # Optuna's samplers read through the study's internal list: it must agree
         self.internal.append(seen(study._get_trials(deepcopy=False, states=(
             TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING))))
+        self.hidden.append([(t.number, t.params, t.values, t.user_attrs, t.system_attrs)
+                            for t in trials if t.state == TrialState.FAIL])
         return {}
 
     def sample_independent(self, study, trial, name, dist):  # noqa: ANN001, ANN201
@@ -201,7 +206,7 @@ def test_the_sampler_sees_each_arch_at_its_highest_rung() -> None:
     import optuna
     from optuna.samplers import BaseSampler
 
-    from nas.search.schedule import HighestRungSampler
+    from nas.search.rung_sampler import HighestRungSampler
 
     seen = _Seen()
     BaseSampler.register(_Seen)  # duck-typed: Optuna only calls its methods
@@ -217,6 +222,8 @@ def test_the_sampler_sees_each_arch_at_its_highest_rung() -> None:
     study.ask().suggest_categorical("x", ["a", "b", "c"])  # a new candidate asks the sampler
     want = [("-", -1, "RUNNING"), ("a", 2, 0.95), ("b", 0, 0.60), ("c", 0, 0.40)]
     assert seen.public[-1] == seen.internal[-1] == want
+    # a's lower rungs and b's running promotion keep their numbers as empty FAIL trials
+    assert seen.hidden[-1] == [(n, {}, None, {}, {}) for n in (0, 3, 5)]
     # without the wrapper the sampler would see a three times and b's promotion as a new point
     raw = sorted((t.user_attrs.get("arch"), t.user_attrs.get("rung")) for t in study.trials
                  if t.user_attrs.get("arch"))
@@ -225,7 +232,7 @@ def test_the_sampler_sees_each_arch_at_its_highest_rung() -> None:
 
 def test_the_wrapped_default_sampler_keeps_its_hooks() -> None:
     from nas.algorithms.samplers import make_sampler
-    from nas.search.schedule import HighestRungSampler
+    from nas.search.rung_sampler import HighestRungSampler
 
     inner = make_sampler("default", seed=0)
     wrapped = HighestRungSampler(inner)
@@ -236,7 +243,8 @@ def test_a_scheduled_study_runs_with_the_wrapped_default_sampler() -> None:
     import optuna
 
     from nas.algorithms.samplers import make_sampler
-    from nas.search.schedule import HighestRungSampler, SuccessiveHalving
+    from nas.search.rung_sampler import HighestRungSampler
+    from nas.search.schedule import SuccessiveHalving
     from nas.study.schedule import ScheduleCfg
 
     sh = SuccessiveHalving(ScheduleCfg(type="sh", eta=3, min_budget=1, max_budget=9), ["maximize"])
