@@ -69,3 +69,29 @@ def _code_hook(kernel: torch.Tensor) -> Callable[..., None]:
 
 PROXIES: dict[str, str] = {"synflow": "log SynFlow at initialisation",
                            "naswot": "NASWOT log-determinant at initialisation"}
+
+PRIORS: dict[str, str] = {**PROXIES, "params": "log parameter count"}
+"""The free scores a successive-halving rung 0 can rank by (``schedule.prior``): higher is
+better for each."""
+
+PRIOR_IMAGES = 64
+"""Training images NASWOT's kernel is computed over (as ``bench.fidelity.baselines``)."""
+
+
+def prior_images(x_train: torch.Tensor, seed: int) -> torch.Tensor:
+    """The ``PRIOR_IMAGES`` training images a prior sees under ``seed`` (a seeded draw)."""
+    gen = torch.Generator().manual_seed(seed)
+    return x_train[torch.randperm(len(x_train), generator=gen)[:PRIOR_IMAGES]]
+
+
+def prior_score(name: str, model: nn.Module, images: torch.Tensor) -> float:
+    """The free score ``name`` (``PRIORS``) of an untrained ``model``; ``images``: a batch of
+    training images (NASWOT reads their values, SynFlow only their shape)."""
+    if name == "synflow":
+        return synflow(model, tuple(images.shape[1:]))
+    if name == "naswot":
+        return naswot(model, images)
+    if name == "params":
+        return math.log(sum(p.numel() for p in model.parameters()))
+    raise ConfigError.one("schedule.prior", f"must be one of {sorted(PRIORS)}", name,
+                          "pick one of those")

@@ -20,6 +20,12 @@ and its top ``floor(n / eta)`` are promoted, each as a queued trial (``study.enq
 with the same parameters and the user attributes ``rung``, ``bracket``, ``parent`` and
 ``promotion`` = ``"<arch>@<rung>"``.
 
+**A free rung 0** (``schedule.prior``: synflow, naswot or params; ``nas.search.prior_rung``):
+every new candidate is first scored without training, its trained objectives replaced by the
+prior and its costs measured, and the best ``prior_share`` (default 1/eta) of rung 0 go up to the
+first trained rung by the same rule. Its trials carry ``prior``; they never enter the front and
+the sampler never learns from them (their values are not accuracies).
+
 **A promotion continues its rung** (``nas.scoring.continuation``, proxy training with an
 ``epochs`` budget): one learning-rate schedule spans the top rung's budget, every rung below the
 top saves its state (weights, optimiser, scheduler, batch order, random streams) under
@@ -62,9 +68,11 @@ from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.errors import ConfigError
 from nas.algorithms.promotion import promote
+from nas.search.prior_rung import PriorRung, is_prior
 from nas.study.schedule import (
     ScheduleCfg,
     bracket_of,
+    first_share,
     hyperband_shares,
     rung_budgets,
     schedule_problems,
@@ -93,12 +101,12 @@ def promotion_key(arch: str, rung: int) -> str:
 
 
 def pending(records: Sequence[Record], directions: Sequence[str], eta: float,
-            top: int) -> list[tuple[Record, int]]:
+            top: int, first: float | None = None) -> list[tuple[Record, int]]:
     """Promotions due now: (finished record, rung it goes to), highest rung first.
 
     Per (bracket, rung) below ``top``: the first finished feasible record of each arch, ranked
     by ``nas.algorithms.promotion``; its best ``floor(n / eta)`` go up unless their key is already
-    held.
+    held. ``first``: the share of rung 0 that goes up instead (``schedule.prior_share``).
     """
     held = {r.promotion for r in records if r.promotion}
     groups: dict[tuple[int, int], dict[str, Record]] = {}
@@ -108,7 +116,8 @@ def pending(records: Sequence[Record], directions: Sequence[str], eta: float,
     out = []
     for (_, rung), by_arch in sorted(groups.items(), key=lambda kv: -kv[0][1]):
         cands = list(by_arch.values())
-        k = int(math.floor(len(cands) / eta + 1e-9))
+        share = len(cands) * first if rung == 0 and first is not None else len(cands) / eta
+        k = int(math.floor(share + 1e-9))
         best = promote(np.array([c.values for c in cands]), directions, k)
         out += [(cands[i], rung + 1) for i in best
                 if promotion_key(cands[i].arch, rung + 1) not in held]
@@ -118,8 +127,10 @@ def pending(records: Sequence[Record], directions: Sequence[str], eta: float,
 class SuccessiveHalving:
     """The schedule of one study for the Optuna driver: placement, claims and promotions."""
 
-    def __init__(self, s: ScheduleCfg, directions: Sequence[str]):
-        self.cfg, self.directions = s, list(directions)
+    def __init__(self, s: ScheduleCfg, directions: Sequence[str],
+                 prior: Callable[[optuna.Trial], Any] | None = None):
+        """``prior``: the rung-0 objective when ``s.prior`` is set (``PriorRung``)."""
+        self.cfg, self.directions, self.prior = s, list(directions), prior
         self.budgets = rung_budgets(s)
         self.top = len(self.budgets) - 1
         self.brackets = len(self.budgets) if s.type == "hyperband" else 1
@@ -156,7 +167,9 @@ class SuccessiveHalving:
             if not self.claim(trial):
                 raise optuna.TrialPruned(f"promotion held by trial "
                                          f"{trial.user_attrs['duplicate_of']}")
-            _, budget = self.place(trial)
+            rung, budget = self.place(trial)
+            if rung == 0 and self.prior is not None:  # the free rung: no training
+                return self.prior(trial)
             return objective(trial, budget=budget)
 
         return scheduled
@@ -168,7 +181,8 @@ class SuccessiveHalving:
 
     def promote(self, study: optuna.Study, trial: FrozenTrial | None = None) -> int:
         """Queue every promotion due now (an Optuna callback); returns how many."""
-        due = pending(self.records(study), self.directions, self.cfg.eta, self.top)
+        due = pending(self.records(study), self.directions, self.cfg.eta, self.top,
+                      first_share(self.cfg))
         for rec, rung in due:
             study.enqueue_trial(rec.params, user_attrs={
                 "rung": rung, "bracket": rec.bracket, "parent": rec.number,
@@ -203,7 +217,9 @@ def front_pool(trials: Sequence[FrozenTrial]) -> tuple[list[FrozenTrial], list[F
     """(``trials`` a front is made of, the others) after ``highest_rung``: the trials at the
     highest rung any arch reached (the top rung once one did) and every unscheduled trial;
     the others stopped at a lower rung, trained on less of the budget and scored mid-schedule,
-    so they are not comparable with full-budget results."""
+    so they are not comparable with full-budget results. A rung-0 prior result (``is_prior``)
+    is in neither list: its values are a free score, not an accuracy."""
+    trials = [t for t in trials if not is_prior(t)]
     rungs = [int(t.user_attrs["rung"]) for t in trials if "rung" in t.user_attrs]
     top = max(rungs, default=-1)
     pool = [t for t in trials if int(t.user_attrs.get("rung", top)) == top]
@@ -212,7 +228,9 @@ def front_pool(trials: Sequence[FrozenTrial]) -> tuple[list[FrozenTrial], list[F
 
 def latest_rungs(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
     """``trials`` as a sampler should learn from them: each arch's COMPLETE trials at the
-    highest rung it completed, no unfinished promotion, every unscheduled trial."""
+    highest rung it completed, no unfinished promotion, every unscheduled trial. A rung-0
+    prior result is left out: its values are a free score, on another scale than a trained one."""
+    trials = [t for t in trials if not (is_prior(t) and t.state == TrialState.COMPLETE)]
     top: dict[str, int] = {}
     for t in trials:
         if "rung" in t.user_attrs and t.state == TrialState.COMPLETE:
@@ -242,4 +260,6 @@ def make(cfg: Any) -> SuccessiveHalving | None:
     problems = schedule_problems(cfg)
     if problems:
         raise ConfigError(problems)
-    return SuccessiveHalving(cfg.schedule, [o.direction for o in cfg.objectives_resolved()])
+    prior = PriorRung(cfg) if cfg.schedule.prior != "none" else None
+    return SuccessiveHalving(cfg.schedule, [o.direction for o in cfg.objectives_resolved()],
+                             prior)

@@ -51,6 +51,14 @@ class ScheduleCfg(BaseModel):
         "analog precision below the top rung: sqrt relaxes hw_eval.target_se by "
         "sqrt(max_budget / budget), at most to 5 points (RUNG_SE_CAP), and shrinks max_repeats "
         "alike; fixed scores every rung to the study's target"))
+    prior: Literal["none", "synflow", "naswot", "params"] = Field("none", description=(
+        "a free rung 0 below the trained rungs (type sh): every new candidate is scored without "
+        "training (synflow or naswot at its seeded initialisation, or log parameter count) in "
+        "place of its trained objectives, beside its measured costs; its best share goes up to "
+        "the first trained rung"))
+    prior_share: float | None = Field(None, description=(
+        "share of rung 0 promoted to the first trained rung, in (0, 1] (default 1/eta); a "
+        "free rung can afford a harder cut"))
 
 
 RUNG_SE_CAP = 0.05
@@ -90,7 +98,10 @@ def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.Study
     """Every broken schedule rule of a validated study config (empty when none)."""
     s: ScheduleCfg = cfg.schedule
     if s.type == "none":
-        return []
+        return [] if s.prior == "none" and s.prior_share is None else [Problem(
+            "schedule.prior", "is rung 0 of successive halving, and schedule.type is none",
+            s.prior, "set schedule.type: sh with min_budget and max_budget (equal for one "
+            "trained rung above the prior)")]
     out = []
     if not s.eta > 1:
         out.append(Problem("schedule.eta", "must be > 1 (a rung keeps 1/eta of the one below)",
@@ -108,15 +119,59 @@ def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.Study
                            f"(this one can vary {list(can) or 'none: its metrics are fixed'})",
                            s.resource, "use one of those, or drop `schedule` (tabular studies "
                            "look metrics up and cannot train at a smaller budget)"))
+    return out + prior_problems(cfg)
+
+
+def prior_problems(cfg: Any) -> list[Problem]:
+    """Broken rules of ``schedule.prior`` and ``prior_share`` (a study with a schedule)."""
+    s: ScheduleCfg = cfg.schedule
+    out = []
+    if s.prior == "none":
+        if s.prior_share is not None:
+            out.append(Problem("schedule.prior_share", "needs schedule.prior (it is the share "
+                               "of the free rung 0 that goes up)", s.prior_share,
+                               "set schedule.prior: synflow, naswot or params, or drop "
+                               "prior_share"))
+        return out
+    why = {"hyperband": "a prior is rung 0 of one successive-halving ladder; Hyperband's "
+                        "brackets share their budget by rung cost, and a free rung has none",
+           "tabular": "a prior scores a model at its initialisation; a tabular study looks "
+                      "metrics up and builds none",
+           "supernet": "a supernet candidate is already scored without training (inherited "
+                       "weights); a free rung below it ranks another model and saves nothing",
+           "ray": "the free rung runs inside the Optuna driver's trials"}
+    fix = {"hyperband": "use schedule.type: sh", "tabular": "drop schedule.prior",
+           "supernet": "use evaluator: train, or drop schedule.prior",
+           "ray": "use backend: optuna (workers: N for parallel trials), or drop schedule.prior"}
+    broken = [k for k, bad in (("hyperband", s.type == "hyperband"),
+                               ("tabular", evaluator_kind(cfg) == "tabular"),
+                               ("supernet", evaluator_kind(cfg) == "supernet"),
+                               ("ray", cfg.backend == "ray")) if bad]
+    out += [Problem("schedule.prior", f"cannot be used here: {why[k]}", s.prior, fix[k])
+            for k in broken]
+    if not any(o.metric.stage == "train" for o in cfg.objectives_resolved()):
+        out.append(Problem("schedule.prior", "takes the place of the trained objectives at "
+                           "rung 0, and this study has none (only cost objectives)", s.prior,
+                           "add an accuracy objective, or drop schedule.prior"))
+    if s.prior_share is not None and not 0 < s.prior_share <= 1:
+        out.append(Problem("schedule.prior_share", "must lie in (0, 1] (a share of rung 0)",
+                           s.prior_share, "use e.g. 0.1, or drop it for 1/eta"))
     return out
 
 
 def rung_budgets(s: ScheduleCfg) -> list[float]:
-    """Budgets from the lowest rung to the top one (``max_budget``)."""
+    """Budgets from the lowest rung to the top one (``max_budget``); with a ``prior``, rung 0
+    is the free rung, budget 0 (no training), below the trained rungs."""
     assert s.min_budget is not None and s.max_budget is not None
     n = int(math.floor(math.log(s.max_budget / s.min_budget) / math.log(s.eta) + 1e-9))
     budgets = [s.max_budget / s.eta ** (n - k) for k in range(n + 1)]
-    return [float(round(b)) for b in budgets] if s.resource != "epochs" else budgets
+    budgets = [float(round(b)) for b in budgets] if s.resource != "epochs" else budgets
+    return [0.0, *budgets] if s.prior != "none" else budgets
+
+
+def first_share(s: ScheduleCfg) -> float | None:
+    """The share of rung 0 promoted when it is not 1/eta (``prior_share``), else None."""
+    return s.prior_share if s.prior != "none" else None
 
 
 def hyperband_shares(n_rungs: int, eta: float) -> list[int]:
