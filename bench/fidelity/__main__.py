@@ -101,12 +101,13 @@ def _banded(space: str) -> list[str]:
 
 
 def cmd_front(args: argparse.Namespace) -> None:
+    from bench import RESULTS
     from bench._results import markdown
     from bench.fidelity import front
 
     res = front.run(args.recipe, args.trials, args.seeds,
                     [int(x) for x in args.recipe_seeds.split(",")])
-    (truth.RESULTS / "fidelity_front.json").write_text(json.dumps(res))
+    (RESULTS / "fidelity_front.json").write_text(json.dumps(res))
     print(markdown(front.rows(res)))
 
 

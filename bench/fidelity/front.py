@@ -16,9 +16,20 @@ as a fraction of the pool's true front. Side by side, at the same number of cand
   calibrated training noise, noise.json): what the scores cannot rule out, a larger set;
 - ``params-greedy@N``: the Pareto set of parameter count (up) against latency (down) among ``N``
   random pool archs, no training at all;
-- ``params-greedy``: the same over the whole pool (free: no training needed to rank by size).
+- ``params-greedy``: the same over the whole pool (free: no training needed to rank by size);
+- ``<prior> rung 0``: successive halving with a free rung 0 (``schedule.prior``): ``M = eta x N``
+  random pool archs (eta 3, at most the pool) ranked by the prior (SynFlow at the recipe seed's
+  initialisation, baselines.csv, or log parameter count) against latency with the study's
+  promotion rule (``nas.algorithms.promotion``); only the ``N`` promoted are trained (their
+  stored recipe score), and the front is the Pareto set of those scores, or their noise-aware
+  front;
+- ``params-greedy@M``: the params-greedy front of the same ``M`` archs, no training: the free
+  baseline at the same number of archs looked at.
 
     python -m bench.fidelity front --recipe default --recipe-seeds 1,2 --trials 6 --seeds 10
+
+Each run also keeps its result as ``bench/results/fidelity_front_t<N>.json``, so runs at several
+``--trials`` stand side by side in the report.
 
 Median and spread over search seeds; the recipe seed of search seed k is the k-th of
 ``--recipe-seeds`` in turn (seeds disjoint from the truth's), so searches share noise draws.
@@ -34,10 +45,13 @@ import numpy as np
 import optuna
 import pandas as pd
 
+from bench import RESULTS
 from bench.fidelity import bands
+from bench.fidelity.baselines import BASELINES
 from bench.fidelity.recipes import SCORES
 from bench.fidelity.truth import DATA
 from nas.algorithms.pareto import comparison_se, hypervolume, pareto_mask
+from nas.algorithms.promotion import promote
 from nas.algorithms.samplers import make_sampler
 from search_spaces import get_space
 from search_spaces.pool import PoolSpace
@@ -47,6 +61,9 @@ BUDGET_MS = 5.0
 KEY = "acc_pcm@1d"
 DIRS = ["maximize", "minimize"]
 SEARCHERS = ("default", "random", "tpe_mv")
+PRIOR_ETA = 3
+"""Rung 0 keeps 1/eta: the study default of ``schedule.eta``."""
+PRIORS = ("synflow", "params")
 
 
 def pool_table(recipe: str, seeds: list[int]) -> pd.DataFrame:
@@ -65,6 +82,11 @@ def pool_table(recipe: str, seeds: list[int]) -> pd.DataFrame:
         index="arch", columns="seed", values="repeats")
     table = table.join(mine.add_prefix("score_s"), how="inner").join(
         se.add_prefix("se_s"), how="inner").join(reps.add_prefix("reps_s"), how="inner")
+    base = pd.read_csv(BASELINES)  # SynFlow of the model each recipe seed builds
+    synflow = base[base.seed.isin(seeds)].pivot_table(index="arch", columns="seed",
+                                                      values="synflow")
+    table = table.join(synflow.add_prefix("synflow_s"), how="inner")
+    table["params_log"] = np.log(table.params)
     return table[table.latency_ms <= BUDGET_MS].dropna()
 
 
@@ -126,14 +148,56 @@ def params_greedy(table: pd.DataFrame, archs: list[str]) -> list[str]:
     return _front(table, archs, "params")
 
 
+def looked_at(table: pd.DataFrame, seed: int, trials: int) -> list[str]:
+    """The ``M = PRIOR_ETA x trials`` pool archs (at most the pool) rung 0 of search ``seed``
+    scores for free."""
+    return random.Random(seed).sample(list(table.index), min(PRIOR_ETA * trials, len(table)))
+
+
+def prior_search(table: pd.DataFrame, archs: list[str], prior_col: str, trials: int,
+                 score_col: str, train_sd: float | None = None) -> list[str]:
+    """The front of a search whose rung 0 ranks ``archs`` by ``prior_col`` (higher better)
+    against latency (lower better) and promotes the best ``trials`` by the study's rule; only
+    those are trained (their recipe score under ``score_col``)."""
+    chosen = promoted(table, archs, prior_col, trials)
+    if train_sd is not None:
+        return noise_front(table, chosen, score_col, train_sd)
+    return _front(table, chosen, score_col)
+
+
+def promoted(table: pd.DataFrame, archs: list[str], prior_col: str, n: int) -> list[str]:
+    """The ``n`` of ``archs`` rung 0 promotes: non-dominated rank on (prior up, latency down),
+    then crowding, then order (``nas.algorithms.promotion``, as a study's rung 0)."""
+    vals = table.loc[archs, [prior_col, "latency_ms"]].values
+    return [archs[i] for i in promote(vals, DIRS, n)]
+
+
+def _prior_arms(table: pd.DataFrame, seed: int, trials: int, col: str, sd: float,
+                truth_hv: Any) -> dict[str, float]:
+    """HV fractions of the rung-0 arms and params-greedy@M for search ``seed``."""
+    archs = looked_at(table, seed, trials)
+    out = {"params-greedy@M": truth_hv(params_greedy(table, archs))}
+    for prior in PRIORS:
+        prior_col = ("synflow_s" + col.removeprefix("score_s") if prior == "synflow"
+                     else "params_log")
+        for suffix, noise in (("", None), (", noise-aware front", sd)):
+            found = prior_search(table, archs, prior_col, trials, col, train_sd=noise)
+            out[f"{prior} rung 0 @M -> N{suffix}"] = truth_hv(found)
+    return out
+
+
 def run(recipe: str, trials: int, seeds: int, recipe_seeds: list[int]) -> dict[str, Any]:
     table = pool_table(recipe, recipe_seeds)
     cols = [c for c in table.columns if c.startswith("score_s")]
     ref = [float(table[KEY].min()), BUDGET_MS]
-    best = true_hv(table, _front(table, list(table.index), KEY), ref)
+    truth_front = _front(table, list(table.index), KEY)
+    best = true_hv(table, truth_front, ref)
+    size_front = params_greedy(table, list(table.index))
     sd = json.loads(NOISE.read_text()).get(recipe, {}).get(KEY, 0.0) if NOISE.is_file() else 0.0
     arms = (*SEARCHERS, "default + size prior", "default, noise-aware front",
             "default + size prior, noise-aware front", "params-greedy@N")
+    arms += (*(f"{p} rung 0 @M -> N{s}" for p in PRIORS for s in ("", ", noise-aware front")),
+             "params-greedy@M")
     out: dict[str, list[float]] = {s: [] for s in arms}
     for k in range(seeds):
         col = cols[k % len(cols)]
@@ -146,25 +210,40 @@ def run(recipe: str, trials: int, seeds: int, recipe_seeds: list[int]) -> dict[s
             out[name].append(true_hv(table, found, ref) / best)
         drawn = random.Random(k).sample(list(table.index), min(trials, len(table)))
         out["params-greedy@N"].append(true_hv(table, params_greedy(table, drawn), ref) / best)
-    whole = true_hv(table, params_greedy(table, list(table.index)), ref) / best
-    return {"recipe": recipe, "pool": len(table), "trials": trials, "seeds": seeds,
-            "train_noise_sd": sd,
-            "recipe_seeds": [c.removeprefix("score_s") for c in cols], "ref": ref,
-            "hv": out, "params_greedy_pool": whole}
+        prior = _prior_arms(table, k, trials, col, sd,
+                            lambda found: true_hv(table, found, ref) / best)
+        for name, hv in prior.items():
+            out[name].append(hv)
+    whole = true_hv(table, size_front, ref) / best
+    res = {"recipe": recipe, "pool": len(table), "trials": trials, "seeds": seeds,
+           "train_noise_sd": sd, "eta": PRIOR_ETA,
+           "looked_at": min(PRIOR_ETA * trials, len(table)),
+           "fronts": {"truth": len(truth_front), "params": len(size_front),
+                      "shared": len(set(truth_front) & set(size_front))},
+           "recipe_seeds": [c.removeprefix("score_s") for c in cols], "ref": ref,
+           "hv": out, "params_greedy_pool": whole}
+    (RESULTS / f"fidelity_front_t{trials}.json").write_text(json.dumps(res))
+    return res
 
 
 def rows(res: dict[str, Any]) -> list[dict[str, Any]]:
-    greedy = np.array(res["hv"]["params-greedy@N"])
+    """One row per arm: median, IQR and min of its HV fraction over search seeds, and the seeds
+    where it is strictly above each free front (params-greedy@N, @M on the same M archs, and
+    of the whole pool)."""
+    free = {"@N": np.array(res["hv"]["params-greedy@N"])}
+    if "params-greedy@M" in res["hv"]:  # results written before the rung-0 arms have none
+        free["@M"] = np.array(res["hv"]["params-greedy@M"])
     out = []
     for name, hv in res["hv"].items():
         hv = np.array(hv)
         q1, med, q3 = np.percentile(hv, [25, 50, 75])
         row = {"front from": name, "median HV fraction": round(float(med), 3),
                "IQR": f"[{q1:.3f}, {q3:.3f}]", "min": round(float(hv.min()), 3)}
-        if name != "params-greedy@N":
-            row["seeds above params-greedy@N"] = f"{int((hv > greedy).sum())}/{len(hv)}"
-            row["seeds above params-greedy (pool)"] = (
-                f"{int((hv > res['params_greedy_pool']).sum())}/{len(hv)}")
+        for at, greedy in free.items():
+            if name != f"params-greedy{at}":
+                row[f"seeds above params-greedy{at}"] = f"{int((hv > greedy).sum())}/{len(hv)}"
+        row["seeds above params-greedy (pool)"] = (
+            f"{int((hv > res['params_greedy_pool']).sum())}/{len(hv)}")
         out.append(row)
     out.append({"front from": "params-greedy (whole pool, free)",
                 "median HV fraction": round(res["params_greedy_pool"], 3)})

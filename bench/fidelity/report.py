@@ -341,19 +341,39 @@ def _calibration_text(table: list[dict[str, Any]]) -> str:
 
 
 def _front_text() -> str:
-    """The front-regret table (``bench.fidelity front``), when it has run."""
-    path = RESULTS / "fidelity_front.json"
-    if not path.is_file():
-        return ""
-    res = json.loads(path.read_text())
+    """The front-regret tables (``bench.fidelity front``), one per ``--trials`` it ran at
+    (``fidelity_front_t<N>.json``; the latest ``fidelity_front.json`` when none is kept)."""
+    kept = sorted(RESULTS.glob("fidelity_front_t*.json"),
+                  key=lambda p: int(p.stem.removeprefix("fidelity_front_t")))
+    latest = RESULTS / "fidelity_front.json"
+    paths = kept or ([latest] if latest.is_file() else [])
+    return "".join(_front_table(json.loads(p.read_text())) for p in paths)
+
+
+def _front_table(res: dict[str, Any]) -> str:
+    prior = (f" The rung-0 arms (`schedule.prior`) look at M = {res['looked_at']} random pool "
+             f"archs (eta {res['eta']} x N, at most the pool), rank them by the prior (SynFlow "
+             f"at the recipe seed's initialisation, or log parameter count) against latency with "
+             f"the study's promotion rule and train only the N promoted; params-greedy@M is the "
+             f"free front of the same M archs."
+             + (" M is the whole pool here: every search seed looks at the same archs, so the "
+                "rung-0 arms' spread is the recipe seed's alone." if res["looked_at"] >= res["pool"]
+                else "") if "looked_at" in res else "")
+    if "fronts" in res:
+        f = res["fronts"]
+        prior += (f" The pool's true front holds {f['truth']} archs, its params-greedy front "
+                  f"{f['params']} ({f['shared']} of them on both). Each run measures the pool's "
+                  f"latencies (or reads them from the cost cache): compare arms within a table.")
     return (f"\n\nFront regret (`python -m bench.fidelity front --recipe {res['recipe']} "
-            f"--trials {res['trials']} --seeds {res['seeds']}`): searches over the "
+            f"--recipe-seeds {','.join(res['recipe_seeds'])} --trials {res['trials']} "
+            f"--seeds {res['seeds']}`): searches of N = {res['trials']} candidates over the "
             f"{res['pool']} truth archs inside the 5 ms budget, each candidate scored by the "
             f"recipe's stored score under seed {' or '.join(res['recipe_seeds'])} (search seed "
             f"k uses the k-th of them in turn), the returned front scored at the truth: "
             f"hypervolume of truth pcm@1d against latency, reference (accuracy "
             f"{res['ref'][0]:.3f}, {res['ref'][1]} ms), as a fraction of the pool's true "
-            f"front.\n\n" + markdown(front.rows(res)))
+            f"front; \"seeds above\" counts search seeds strictly above that free front.{prior}"
+            f"\n\n" + markdown(front.rows(res)))
 
 
 def _asis(timing: pd.DataFrame) -> str:
