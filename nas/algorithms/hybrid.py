@@ -236,7 +236,8 @@ def _pick_parent(study: Study, rng: np.random.Generator,
     values = np.array([t.values for t in pool])
     mask = pareto_mask(values, dirs)
     front = [t for t, on in zip(pool, mask, strict=True) if on]
-    if rule == "hvc" and len(front) > 2:
+    # One objective: the front is a tie, every member contributes alike (moocore needs two).
+    if rule == "hvc" and len(front) > 2 and values.shape[1] > 1:
         return front[int(rng.choice(len(front), p=_hvc_weights(values, mask, dirs)))]
     return front[int(rng.integers(len(front)))]
 

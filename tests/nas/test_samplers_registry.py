@@ -96,3 +96,21 @@ def test_hvc_weights_follow_brute_force_contributions() -> None:
     expected = lost / lost.sum()
     np.testing.assert_allclose(_hvc_weights(values, mask, dirs), expected, rtol=1e-9)
     assert mask.sum() > 2 and lost.max() > 2 * lost.min()  # the weights do differ
+
+
+def test_a_single_objective_tie_on_the_front_picks_a_parent() -> None:
+    """One objective: three trials tied at the best value are the front; the hypervolume rule
+    has nothing to weigh (moocore needs two objectives), so each is a parent alike."""
+    import numpy as np
+    import optuna
+
+    from nas.algorithms.hybrid import _pick_parent
+
+    study = optuna.create_study(direction="maximize")
+    for i, value in enumerate([0.9, 0.9, 0.9, 0.5]):
+        study.add_trial(optuna.trial.create_trial(params={"x": i}, values=[value],
+                                                  distributions={"x": optuna.distributions
+                                                                 .IntDistribution(0, 9)}))
+    rng = np.random.default_rng(0)
+    picks = {_pick_parent(study, rng, "hvc").params["x"] for _ in range(60)}
+    assert picks == {0, 1, 2}
