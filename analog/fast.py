@@ -23,13 +23,20 @@ aihwkit's own code:
 
 Conv inputs are never unfolded with im2col: patches are a strided view of the padded input,
 the abs-max of every patch is a max-pool of the channel-wise abs-max, and the only copy made is
-the scaled DAC input that feeds the matrix product. Only what the emulation covers is accepted:
+the scaled DAC input that feeds the matrix product. Where every vector gets one input scale
+(constant noise management, no bound management: ``pcm_static``, ``pcm_hwa``), the DAC acts on
+each input value alone and the tile's products are convolutions of the quantized input map
+(``analog.static_conv``), with the same random draws in the same order. Ranges learned from
+calibration images are updated once per forward call, from the whole batch, as aihwkit does.
+Only what the emulation covers is accepted:
 ``fast_unsupported`` lists the rest, and ``analog.evaluate`` then falls back to aihwkit.
 """
 
 from __future__ import annotations
 
 import copy
+import math
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -38,10 +45,13 @@ from torch import Tensor, nn
 from analog.coverage import digital_layers, is_mappable
 from analog.input_ranges import learned_input_ranges
 from analog.periphery import IOModel, unsupported
+from analog.static_conv import RowWeights, dac_map, out_factor, tile_outputs
 
 # Input-vector floats per chunk on CPU. 4 MiB measured 1.2x faster than 1 MiB and 16 MiB
 # chunks on the 2-core Xeon (fast path, rn:s16-d1r1c16-d1r1c32, 2,000 images, 1 thread).
 CHUNK_ELEMENTS = 1 << 20
+# Product floats per chunk on the static path (``analog.static_conv``); see the bench notes.
+STATIC_CHUNK_ELEMENTS = 1 << 21
 
 
 def layer_unsupported(module: nn.Module) -> str | None:
@@ -131,7 +141,7 @@ class FastTile:
         return self.weight * (scale.view(-1, 1) if isinstance(scale, Tensor) else scale)
 
 
-class _Patches:
+class Patches:
     """Conv input vectors as a strided view (n, C, kh, kw, Ho, Wo) of the zero-padded input."""
 
     def __init__(self, layer: nn.Conv2d, x: Tensor):
@@ -153,9 +163,31 @@ class _Patches:
             return io.nm_scale(self.xp.new_empty(self.n, 1, self.ho * self.wo))
         chans = self.xp[:, c0:c1]
         reduced = (chans.abs() if io.nm == "ABS_MAX" else chans).amax(dim=1, keepdim=True)
-        return self._window_max(reduced).view(self.n, 1, -1)
+        return self.window_max(reduced).view(self.n, 1, -1)
 
-    def _window_max(self, reduced: Tensor) -> Tensor:
+    def nonzero(self, c0: int, c1: int) -> Tensor:
+        """Whether each patch has a non-zero value in channels [c0, c1): (n, L) bool."""
+        reduced = self.xp[:, c0:c1].abs().amax(dim=1, keepdim=True)
+        return self.window_max(reduced).view(self.n, -1) > 0
+
+    def std(self, c0: int, c1: int) -> float:
+        """Sample std of every patch value over channels [c0, c1) (each input value counted
+        once per patch that holds it), from count-weighted sums in float64: one pass over the
+        input instead of a Welford pass over the kh*kw times larger patch view."""
+        (kh, kw), (dh, dw), (sh, sw) = self.kernel, self.dilation, self.stride
+        ones = self.xp.new_ones(1, kh * kw, self.ho * self.wo)
+        counts = F.fold(ones, self.xp.shape[2:], (kh, kw), dilation=(dh, dw), stride=(sh, sw))
+        chans = self.xp[:, c0:c1]
+        counts = counts[0, 0].double()
+        s1 = (chans.sum(dim=(0, 1), dtype=torch.float64) * counts).sum()
+        s2 = ((chans * chans).sum(dim=(0, 1), dtype=torch.float64) * counts).sum()
+        n = self.n * (c1 - c0) * kh * kw * self.ho * self.wo
+        if n < 2:
+            return math.nan
+        return math.sqrt(max(float(s2 - s1 * s1 / n) / (n - 1), 0.0))
+
+    def window_max(self, reduced: Tensor) -> Tensor:
+        """Maximum of a one-channel map ``reduced`` (n, 1, H, W) over every patch window."""
         # Separable: rows, then columns. On CPU 5x faster than max_pool2d on one channel.
         (kh, kw), (dh, dw), (sh, sw) = self.kernel, self.dilation, self.stride
         rows = reduced.unfold(2, dh * (kh - 1) + 1, sh)[..., ::dh].amax(-1)
@@ -215,6 +247,8 @@ class FastLayer(nn.Module):
         self.channel_tiles = [(a // per_patch, b // per_patch)
                               for a, b in zip(bounds, bounds[1:], strict=False)]
         self.aligned = all(b % per_patch == 0 for b in bounds)
+        # one scale for every input vector: run as convolutions of the quantized input map
+        self.static = isinstance(layer, nn.Conv2d) and self.aligned and io.static_scale
         self.learned = learned_input_ranges(layer) is not None
         self.ranges = self._initial_ranges(layer, rpu)
         self.range_updates = [0] * len(self.in_sizes)
@@ -228,13 +262,13 @@ class FastLayer(nn.Module):
             return [float(rpu.pre_post.input_range.init_value)] * len(self.in_sizes)
         return [float(learned[min(i, len(learned) - 1)]) for i in range(len(self.in_sizes))]
 
-    def _update_range(self, row: int, values: Tensor) -> None:
-        """aihwkit's ``apply_input_range(update_from_data=True)`` for one tile row."""
+    def _update_range(self, row: int, std: float) -> None:
+        """aihwkit's ``apply_input_range(update_from_data=True)`` for one tile row, from the
+        std of its inputs."""
         params = self.tiles[row][0].rpu.pre_post.input_range
         k = self.range_updates[row]
         if k >= params.init_from_data:
             return
-        std = float(values.std())
         if std > 0.0:
             self.ranges[row] = abs((self.ranges[row] * k + params.init_std_alpha * std) / (k + 1))
             self.range_updates[row] = k + 1
@@ -242,34 +276,46 @@ class FastLayer(nn.Module):
     def all_tiles(self) -> list[FastTile]:
         return [tile for row in self.tiles for tile in row]
 
-    def _inputs(self, x: Tensor):
-        """Per tile row: (raw scale, DAC-unit builder, vector fetcher, input values) for the
-        chunk ``x``."""
-        if isinstance(self.layer, nn.Conv2d) and self.aligned:
-            patches = _Patches(self.layer, x)
-            return [(patches.scale(self.io, c0, c1),
-                     lambda f, c0=c0, c1=c1: patches.units(c0, c1, f), patches.vectors(c0, c1),
-                     patches.view[:, c0:c1])
-                    for c0, c1 in self.channel_tiles], (patches.ho, patches.wo)
+    def _row_stds(self, x: Tensor) -> list[float]:
+        """The std of every tile row's input values for the batch ``x``."""
         if isinstance(self.layer, nn.Conv2d):
-            patches = _Patches(self.layer, x)
-            cols, hw = patches.columns(), (patches.ho, patches.wo)
+            patches = Patches(self.layer, x)
+            if self.aligned:
+                return [patches.std(c0, c1) for c0, c1 in self.channel_tiles]
+            parts = patches.columns().split(self.in_sizes, 1)
         else:
-            cols, hw = x.reshape(-1, self.layer.in_features).T.unsqueeze(0), None
-        out = []
-        for part in cols.split(self.in_sizes, 1):
-            out.append((self.io.nm_scale(part), lambda f, part=part: part * f,
-                        lambda i, p, part=part: part[i, :, p], part))
-        return out, hw
+            parts = x.reshape(-1, self.layer.in_features).split(self.in_sizes, 1)
+        return [float(part.std()) for part in parts]
 
-    def _forward_chunk(self, x: Tensor, dest: Tensor | None) -> Tensor:
+    def _inputs(self, x: Tensor):
+        """Per tile row: (raw scale, DAC-unit builder, vector fetcher) for the chunk ``x``."""
+        if isinstance(self.layer, nn.Conv2d) and self.aligned:
+            patches = Patches(self.layer, x)
+            return [(patches.scale(self.io, c0, c1),
+                     lambda f, c0=c0, c1=c1: patches.units(c0, c1, f), patches.vectors(c0, c1))
+                    for c0, c1 in self.channel_tiles]
+        if isinstance(self.layer, nn.Conv2d):
+            cols = Patches(self.layer, x).columns()
+        else:
+            cols = x.reshape(-1, self.layer.in_features).T.unsqueeze(0)
+        return [(self.io.nm_scale(part), lambda f, part=part: part * f,
+                 lambda i, p, part=part: part[i, :, p])
+                for part in cols.split(self.in_sizes, 1)]
+
+    def _row_outputs(self, x: Tensor, weights: list[RowWeights] | None
+                     ) -> Iterator[tuple[list[Tensor], Tensor | None]]:
+        """Per tile row, the outputs (n, out_t, L) of its tiles for the chunk ``x`` and a
+        factor still to apply to them (None: applied)."""
         gen, io = self._owner[0].generator, self.io
-        inputs, hw = self._inputs(x)
-        for row, ((raw, build, fetch, values), tiles) in enumerate(
-                zip(inputs, self.tiles, strict=True)):
+        if weights is not None:
+            for row, (c0, c1) in enumerate(self.channel_tiles):
+                r = None if self.ranges is None else self.ranges[row]
+                q, s = dac_map(io, x[:, c0:c1], r, gen)
+                yield tile_outputs(self.layer, io, q, weights[row], gen), out_factor(io, s)
+            return
+        for row, ((raw, build, fetch), tiles) in enumerate(zip(self._inputs(x), self.tiles,
+                                                               strict=True)):
             if self.ranges is not None:
-                if self._owner[0].calibrating:
-                    self._update_range(row, values)
                 # aihwkit clips to [-r, r] and divides by r *before* the tile, so the noise
                 # management sees max |clip(x) / r| = min(max |x|, r) / r, not max |x|
                 s, nonpositive = io.finish_scale(_ranged_scale(raw, self.ranges[row], io))
@@ -279,17 +325,20 @@ class FastLayer(nn.Module):
             else:
                 s, nonpositive = io.finish_scale(raw)
                 units = build(1.0 / (s * io.i_unit))
+            # rounding is idempotent, so tiles of one row may share the DAC buffer
+            shared = len(tiles) == 1 or not (io.inp_sto or io.inp_noise > 0)
+            yield [io.run(tile.weight, gen, s=s, units=units if shared else units.clone(),
+                          vectors=fetch, nonpositive=nonpositive) for tile in tiles], None
+
+    def _forward_chunk(self, x: Tensor, dest: Tensor | None,
+                       weights: list[RowWeights] | None = None) -> Tensor:
+        for row, (outputs, factor) in enumerate(self._row_outputs(x, weights)):
             start = 0
-            for tile in tiles:
-                # rounding is idempotent, so tiles of one row may share the DAC buffer
-                shared = units if len(tiles) == 1 or not (io.inp_sto or io.inp_noise > 0) \
-                    else units.clone()
-                y = io.run(tile.weight, gen, s=s, units=shared, vectors=fetch,
-                           nonpositive=nonpositive)
+            for tile, y in zip(self.tiles[row], outputs, strict=True):
                 if dest is None:
                     dest = y.new_empty(y.shape[0], sum(self.out_sizes), y.shape[2])
                 rows = dest[:, start:start + y.shape[1]]
-                scale = tile.out_scale()
+                scale = tile.out_scale() if factor is None else tile.out_scale() * factor
                 scale = scale.view(1, -1, 1) if isinstance(scale, Tensor) else scale
                 if row == 0:  # the first tile row covers every output: write, no zero-fill
                     torch.mul(y, scale, out=rows)
@@ -303,19 +352,31 @@ class FastLayer(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if self.io.perfect:
             return self._perfect(x)
+        if self.ranges is not None and self._owner[0].calibrating:
+            # aihwkit updates a range once per forward call, from the whole batch
+            for row, std in enumerate(self._row_stds(x)):
+                self._update_range(row, std)
         layer = self.layer
         bias = None if layer.bias is None else layer.bias.view(1, -1, 1)
         if isinstance(layer, nn.Linear):
             out = self._forward_chunk(x, None)[0].T
             out = out.reshape(*x.shape[:-1], layer.out_features)
             return out if layer.bias is None else out + layer.bias
-        # chunks of images keep the DAC buffer and its passes in the CPU caches
+        # chunks of images keep the DAC buffer (or the products) and their passes in the CPU
+        # caches
         h, w = _out_hw(layer, x.shape[2], x.shape[3])
-        per_image = layer.weight[0].numel() * h * w
-        step = max(1, CHUNK_ELEMENTS // per_image) if x.device.type == "cpu" else len(x)
+        weights = None
+        if self.static:
+            positive = self.io.ir_drop > 0 and bool(x.amin() >= 0)  # then |q| = q
+            weights = [RowWeights(self.io, layer, tiles, positive) for tiles in self.tiles]
+            per_image = sum(len(rw.first) for rw in weights) * h * w
+            budget = STATIC_CHUNK_ELEMENTS
+        else:
+            per_image, budget = layer.weight[0].numel() * h * w, CHUNK_ELEMENTS
+        step = max(1, budget // per_image) if x.device.type == "cpu" else len(x)
         out = x.new_empty(len(x), layer.out_channels, h * w)
         for i in range(0, len(x), step):
-            self._forward_chunk(x[i:i + step], out[i:i + step])
+            self._forward_chunk(x[i:i + step], out[i:i + step], weights)
         if bias is not None:
             out += bias
         return out.view(len(x), layer.out_channels, h, w)

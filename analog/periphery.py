@@ -149,23 +149,36 @@ class IOModel:
             return s, None
         return torch.where(nonpositive, torch.ones_like(s), s), nonpositive
 
+    @property
+    def nm_const(self) -> float:
+        """The scale of every vector under constant (or no) noise management."""
+        return self.nm_thres if (self.nm == "CONSTANT" and self.nm_thres > 0) else 1.0
+
+    @property
+    def static_scale(self) -> bool:
+        """Whether every input vector gets the same scale and one deterministic DAC pass:
+        constant (or no) noise management, no bound management, no input noise, rounding to
+        nearest. The DAC then acts on each input value alone, so a conv layer's input map can
+        be quantized once for all its patches (``analog.static_conv``)."""
+        return self.nm not in ("ABS_MAX", "MAX") and not self.bm and not self.inp_sto \
+            and self.inp_noise <= 0 and not self.perfect
+
     def nm_scale(self, x: Tensor) -> Tensor:
         """Raw per-vector scale of the noise management for ``x`` (B, in, L) -> (B, 1, L)."""
         if self.nm == "ABS_MAX":
             return x.abs().amax(dim=1, keepdim=True)  # much faster than vector_norm(inf)
         if self.nm == "MAX":
             return x.amax(dim=1, keepdim=True)
-        const = self.nm_thres if (self.nm == "CONSTANT" and self.nm_thres > 0) else 1.0
-        return x.new_full((x.shape[0], 1, *x.shape[2:]), const)
+        return x.new_full((x.shape[0], 1, *x.shape[2:]), self.nm_const)
 
     def _needs_input_clip(self) -> bool:
         # Abs-max scaling maps every vector into [-1, 1]: clipping at a bound >= 1 is a no-op.
         return not (self.nm == "ABS_MAX" and self.nm_thres <= 0 and self.inp_bound >= 1)
 
-    def _finish(self, xq: Tensor, w: Tensor, s: Tensor, reduction: float,
-                gen: torch.Generator) -> tuple[Tensor, Tensor]:
-        """DAC, product, ADC for DAC-unit inputs ``xq``: output (B, out, L) and saturation."""
-        i_unit, o_unit = self.i_unit, self.o_unit
+    def dac(self, xq: Tensor, gen: torch.Generator) -> Tensor:
+        """DAC rounding, clipping and input noise of DAC-unit inputs (a buffer it may
+        overwrite)."""
+        i_unit = self.i_unit
         if self.inp_step > 0:
             xq = _round(xq, self.inp_sto, gen)
         bound = self.inp_bound / i_unit
@@ -173,47 +186,79 @@ class IOModel:
             xq = xq.clamp_(-bound, bound)
         if self.inp_noise > 0:
             xq += (self.inp_noise / i_unit) * torch.randn(xq.shape, generator=gen, device=xq.device)
-        y = torch.matmul(w * (i_unit / o_unit), xq)
+        return xq
+
+    def product_weights(self, w: Tensor) -> tuple[Tensor, Tensor | None, Tensor | None,
+                                                  Tensor | None]:
+        """The matrices whose products with DAC-unit inputs ``x`` give, in ADC units: the
+        ideal output ``y``; IR drop's ``z = sum_j w_ij x_j (1 - (1 - j/n)^2)`` (scaled by
+        ``ir_drop``) and ``a = n / (G_wire / g_max) sum_j |w_ij| |x_j|`` (the product with
+        ``|x|``); the read noise's variance (the product with ``x^2``). None where the
+        periphery has no such term. Constants sit on the (small) weights, not on every
+        output."""
+        i_unit, o_unit, n = self.i_unit, self.o_unit, w.shape[1]
+        main, pos, absw, read = w * (i_unit / o_unit), None, None, None
         if self.ir_drop > 0:
-            y = self._ir_drop(y, xq, w)
+            p = 1.0 - torch.arange(n, dtype=w.dtype, device=w.device) / n
+            pos = w * ((1.0 - p * p) * (self.ir_drop * i_unit / o_unit))
+            absw = w.abs().mul_(i_unit * n / self.ir_g_ratio)
         if self.w_noise > 0:
-            y = self._gaussian_noise(y, xq, w, gen)
+            scale = (self.w_noise * i_unit / o_unit) ** 2
+            # PCM_READ: sigma_i^2 = w_noise^2 sum_j |w_ij| x_j^2; ADDITIVE_CONSTANT:
+            # w_noise^2 |x|_2^2, the same for every output (one row, broadcast)
+            read = w.abs().mul_(scale) if self.w_noise_type == "PCM_READ" \
+                else w.new_full((1, n), scale)
+        return main, pos, absw, read
+
+    @property
+    def out_var(self) -> float:
+        """Variance of the output noise, in ADC units."""
+        return (self.out_noise / self.o_unit) ** 2 if self.out_noise > 0 else 0.0
+
+    def analog_out(self, y: Tensor, gen: torch.Generator, *, a: Tensor | None = None,
+                   z: Tensor | None = None, var: Tensor | None = None) -> Tensor:
+        """The analog output from the products of ``product_weights`` (``y`` overwritten):
+        RPUCuda's ``applyIrDrop`` (``y -= c(a) z``, ``c(a) = a (a (0.05 a - 0.2) + 0.5)``), the
+        noise, and ADC rounding (saturation is left to the caller). ``var``: the variance of
+        the read noise plus ``out_var`` (None: output noise alone).
+
+        Read noise (``applyOutputWeightNoise``) and output noise are zero-mean Gaussians added
+        before the ADC: their sum is one Gaussian whose variance is the sum of theirs, so one
+        draw per output gives the same distribution for half the random numbers (drawing
+        them costs more than all the other passes over the outputs together on CPU)."""
+        if a is not None:  # c(a) = a (0.5 + 0.05 a (a - 4)): four passes, not six
+            c = torch.addcmul(y.new_tensor(0.5), a, a - 4.0, value=0.05)
+            y = y.addcmul_(c.mul_(z), a, value=-1.0)
+        if var is not None:
+            noise = torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype)
+            y = y.addcmul_(noise, var.sqrt_())
         elif self.out_noise > 0:
-            y = torch.normal(y, self.out_noise / o_unit, generator=gen)
+            y = torch.normal(y, self.out_noise / self.o_unit, generator=gen)
         if self.out_step > 0:
             y = _round(y, self.out_sto, gen)
-        bound = self.out_bound / o_unit
+        return y
+
+    def clip_out(self, y: Tensor) -> Tensor:
+        """ADC saturation, in place."""
+        bound = self.out_bound / self.o_unit
+        return y.clamp_(-bound, bound) if bound < math.inf else y
+
+    def _finish(self, xq: Tensor, w: Tensor, s: Tensor, reduction: float,
+                gen: torch.Generator) -> tuple[Tensor, Tensor]:
+        """DAC, product, ADC for DAC-unit inputs ``xq``: output (B, out, L) and saturation."""
+        xq = self.dac(xq, gen)
+        main, pos, absw, read = self.product_weights(w)
+        if pos is None:
+            y = torch.matmul(main, xq)
+            z = a = None
+        else:  # one pass over the inputs for both products
+            y, z = torch.matmul(torch.cat([main, pos]), xq).split(len(main), dim=1)
+            a = torch.matmul(absw, xq.abs())
+        var = None if read is None else torch.matmul(read, xq * xq).add_(self.out_var)
+        y = self.analog_out(y, gen, a=a, z=z, var=var)
+        bound = self.out_bound / self.o_unit
         saturated = (y.abs() if self.neg_test else y).amax(dim=1) > bound
-        if bound < math.inf:
-            y = y.clamp_(-bound, bound)
-        return y.mul_(s * (reduction * o_unit * self.out_scale)), saturated
-
-    def _ir_drop(self, y: Tensor, xq: Tensor, w: Tensor) -> Tensor:
-        """RPUCuda's ``applyIrDrop`` on the ideal product ``y`` (ADC units) of the DAC-unit
-        inputs ``xq`` (B, in, L), batched over vectors."""
-        in_size, scale = w.shape[1], self.i_unit / self.o_unit
-        # a_i = n / (G_wire / g_max) * sum_j |w_ij| |x_j|; c_i = a (a (0.05 a - 0.2) + 0.5)
-        a = torch.matmul(w.abs(), xq.abs()).mul_(self.i_unit * in_size / self.ir_g_ratio)
-        c = a * (a * (0.05 * a - 0.2) + 0.5)
-        p = 1.0 - torch.arange(in_size, dtype=xq.dtype, device=xq.device) / in_size
-        # y_i -= ir_drop * c_i * sum_j w_ij x_j (1 - (1 - j/n)^2); the position weight goes on
-        # the (small) weight matrix, not on every input vector
-        return y - c * torch.matmul(w * (1.0 - p * p), xq).mul_(self.ir_drop * scale)
-
-    def _gaussian_noise(self, y: Tensor, xq: Tensor, w: Tensor, gen: torch.Generator) -> Tensor:
-        """RPUCuda's ``applyOutputWeightNoise`` (read noise) and its output noise, both
-        zero-mean Gaussians added before the ADC: their sum is one Gaussian whose variance is
-        the sum of theirs, so one draw per output gives the same distribution for half the
-        random numbers (drawing them costs about as much as the product itself on CPU)."""
-        read = (self.w_noise * self.i_unit / self.o_unit) ** 2
-        if self.w_noise_type == "PCM_READ":  # sigma_i^2 = w_noise^2 sum_j |w_ij| x_j^2
-            var = torch.matmul(w.abs(), xq * xq).mul_(read)
-        else:  # ADDITIVE_CONSTANT: sigma^2 = w_noise^2 |x|_2^2, the same for every output
-            var = (xq * xq).sum(dim=1, keepdim=True).mul_(read)
-        if self.out_noise > 0:
-            var = var.add_((self.out_noise / self.o_unit) ** 2)
-        noise = torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype)
-        return y + noise.mul_(var.sqrt_())
+        return self.clip_out(y).mul_(s * (reduction * self.o_unit * self.out_scale)), saturated
 
     def run(self, w: Tensor, gen: torch.Generator, *, s: Tensor, units: Tensor,
             vectors: Vectors, nonpositive: Tensor | None = None) -> Tensor:

@@ -9,8 +9,11 @@ noise management, no bound management, output noise 0.04, PCM read noise in ever
 256x256 cores. A model trained digitally gets its input ranges from aihwkit's post-training
 calibration (``aihwkit.inference.calibration.calibrate_input_ranges``, ``CACHE_QUANTILE`` at
 ``QUANTILE`` on up to ``MAX_SAMPLES`` cached input vectors per tile, with a perfect periphery);
-ranges learned by HWA training are kept. The ranges are stored on the digital layers
-(``analog.input_ranges``), so aihwkit's tiles and the fast path clip at the same values.
+ranges learned by HWA training are kept. The calibration runs in torch on the digital layers
+(``analog.quantile_calibration``): the same cached vectors and ranges as aihwkit's, at about the
+cost of one digital pass instead of one through aihwkit's tiles. The ranges are stored on the
+digital layers (``analog.input_ranges``), so aihwkit's tiles and the fast path clip at the same
+values.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ import torch
 from torch import Tensor, nn
 
 from analog.aimc import AnalogHW, columnwise_omega1
-from analog.coverage import digital_layers, split_layers
+from analog.coverage import digital_layers, is_mappable, split_layers
 from analog.fast import split_sizes
 from analog.hw import HW
 from analog.input_ranges import has_learned_input_ranges, store_input_ranges
+from analog.quantile_calibration import emulated, quantile_ranges_torch
 from hwnas.common.errors import ConfigError
 
 CORE = 256
@@ -66,7 +70,32 @@ def _tile_row_ranges(layer: nn.Module, converted: nn.Module, max_in: int) -> Ten
 def quantile_ranges(model: nn.Module, rpu: Any, calib: Tensor, *,
                     digital: Sequence[str] = (), batch_size: int = 128) -> nn.Module:
     """A copy of ``model`` whose analog layers carry the input ranges aihwkit's quantile
-    calibration sets on a converted copy (the caller's model is untouched)."""
+    calibration sets on a converted copy (the caller's model is untouched).
+
+    Linear and Conv2d layers are calibrated in torch (``analog.quantile_calibration``: the same
+    vectors cached, the same ranges up to float rounding, at about the cost of one digital pass);
+    a model with other mappable layers runs aihwkit's own calibration
+    (``aihwkit_quantile_ranges``)."""
+    out = copy.deepcopy(model).eval()
+    keep = set(digital_layers(out, digital)) if digital else set()
+    # aihwkit's copy-back skips the root module (a model that is one bare layer)
+    layers = {name: m for name, m in out.named_modules()
+              if name and name not in keep and is_mappable(m)}
+    if not all(emulated(m) for m in layers.values()):
+        return aihwkit_quantile_ranges(model, rpu, calib, digital=digital, batch_size=batch_size)
+    ranges = quantile_ranges_torch(out, layers, rpu, calib, quantile=QUANTILE,
+                                   max_samples=MAX_SAMPLES, seed=CALIB_SEED,
+                                   batch_size=batch_size)
+    for name, layer in layers.items():
+        store_input_ranges(layer, ranges[name])
+    return out
+
+
+@torch.no_grad()
+def aihwkit_quantile_ranges(model: nn.Module, rpu: Any, calib: Tensor, *,
+                            digital: Sequence[str] = (), batch_size: int = 128) -> nn.Module:
+    """``quantile_ranges`` by aihwkit's own ``calibrate_input_ranges`` on a converted copy
+    (the reference the torch calibration is tested against)."""
     from aihwkit.inference.calibration import InputRangeCalibrationType, calibrate_input_ranges
     from aihwkit.nn.conversion import convert_to_analog
 

@@ -11,37 +11,61 @@ every path timed once per repeat in turn, and each ratio taken within a repeat.
     nice -n 10 .venv/bin/python -m bench.analog.speed --test-limit 2000 --repeats 3
 
 ``--aihwkit`` adds aihwkit's C++ tile for ``pcm`` and ``pcm_hwa`` (slow; the reference).
+Besides wall time, each call's CPU time (``time.thread_time``) is taken: on a shared host a
+neighbour slows the wall clock of whatever runs, but the work a path does shows in its CPU time.
+The table goes to the ``speed`` block of ``bench/results/analog_depth.md`` (``--out``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
 import analog
+from bench import RESULTS, command_line
+from bench._results import replace_section
 from hwnas.common.provenance import provenance
 from hwnas.train.data import load_data
 from search_spaces import get_space
 
 
-def timed_interleaved(runs: dict[str, Callable[[], object]],
-                      repeats: int) -> dict[str, list[float]]:
-    """Seconds per call of every run, the runs taken in turn within each repeat: a host that
-    speeds up or slows down over the minutes a run takes (a shared VM does) then moves every
-    path alike, and the ratios stay comparable."""
+def timed_interleaved(runs: dict[str, Callable[[], object]], repeats: int
+                      ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds per call of every run, the runs taken in turn within each repeat: a
+    host that speeds up or slows down over the minutes a run takes (a shared VM does) then moves
+    every path alike, and the ratios stay comparable."""
     for fn in runs.values():
         fn()  # warm-up: conversion caches, allocator
-    out: dict[str, list[float]] = {name: [] for name in runs}
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, fn in runs.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             fn()
-            out[name].append(time.perf_counter() - start)
-    return out
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.thread_time() - start_cpu)
+    return wall, cpu
+
+
+def _ratios(times: list[float], base: list[float]) -> str:
+    ratios = [a / b for a, b in zip(times, base, strict=True)]  # same repeat, minutes apart
+    return f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]"
+
+
+def table(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> list[str]:
+    lines = ["| path | median s | min-max s | ratio to digital (median [min-max] per repeat) "
+             "| CPU s | CPU-time ratio to digital |", "|---|---|---|---|---|---|"]
+    for name, s in wall.items():
+        lines.append(f"| {name} | {statistics.median(s):.3f} | {min(s):.3f}-{max(s):.3f} | "
+                     f"{_ratios(s, wall['digital'])} | {statistics.median(cpu[name]):.3f} | "
+                     f"{_ratios(cpu[name], cpu['digital'])} |")
+    return lines
 
 
 def main() -> None:
@@ -53,6 +77,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--aihwkit", action="store_true", help="also time aihwkit's C++ tile")
     p.add_argument("--hw", default="*", help="shell pattern of analog hardware models")
+    p.add_argument("--out", default=str(RESULTS / "analog_depth.md"),
+                   help="results file whose speed block is rewritten ('' prints only)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -80,19 +106,24 @@ def main() -> None:
     if args.aihwkit:
         runs.update({f"aihwkit C++ tile, {name}": fast(name, False)
                      for name in ("pcm", "pcm_hwa")})
-    print(f"{args.arch}, {len(y)} Fashion-MNIST test images, {args.threads} thread(s), "
-          f"{args.repeats} repeats, drift {args.time} (1d where a model is defined only at "
-          "fixed times)")
-    print("| path | median s | min-max s | ratio to digital (median [min-max] per repeat) |\n"
-          "|---|---|---|---|", flush=True)
-    times = timed_interleaved(runs, args.repeats)
-    base = times["digital"]
-    for name, s in times.items():
-        ratios = [a / b for a, b in zip(s, base, strict=True)]  # same repeat, minutes apart
-        print(f"| {name} | {statistics.median(s):.3f} | {min(s):.3f}-{max(s):.3f} | "
-              f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}] |")
+    load_before = os.getloadavg()[0]
+    wall, cpu = timed_interleaved(runs, args.repeats)
+    load_after = os.getloadavg()[0]
     prov = provenance("cpu")
-    print(f"\ndevice: {prov.get('device')}; versions: {prov.get('versions')}")
+    lines = ["## Evaluation time: every analog hardware model on the fast path, as a ratio to "
+             "digital", "", f"Command: `{command_line()}` ({prov.get('time_utc')}, git "
+             f"{prov.get('git')}; load average (1 min) before/after {load_before:.2f} / "
+             f"{load_after:.2f} on {os.cpu_count()} cores). Each timed evaluation includes "
+             "conversion, input-range calibration, one programming and drift; every path is "
+             "timed once per repeat in turn and each ratio is taken within its repeat.", "",
+             f"{args.arch}, {len(y)} Fashion-MNIST test images, {args.threads} thread(s), "
+             f"{args.repeats} repeats, drift {args.time} (1d where a model is defined only at "
+             "fixed times)", "", *table(wall, cpu), "",
+             f"device: {prov.get('device')}; versions: {prov.get('versions')}"]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        replace_section(Path(args.out), "speed", text)
 
 
 if __name__ == "__main__":

@@ -131,11 +131,11 @@ def test_tile_split_matches_aihwkit(size, max_size):
 @pytest.mark.parametrize(("kernel", "stride", "dilation", "padding"),
                          [(3, 1, 1, 1), (3, 2, 1, 1), (5, 2, 2, 3), ((1, 3), (2, 1), 1, 0)])
 def test_patch_scale_is_the_window_max(kernel, stride, dilation, padding):
-    from analog.fast import _Patches
+    from analog.fast import Patches
 
     conv = nn.Conv2d(4, 8, kernel, stride=stride, dilation=dilation, padding=padding)
     x = torch.randn(3, 4, 13, 11)
-    patches = _Patches(conv, x)
+    patches = Patches(conv, x)
     io = IOModel.of(analog.get_hw("pcm").rpu_config().forward)
     reduced = patches.xp.abs().amax(dim=1, keepdim=True)
     want = nn.functional.max_pool2d(reduced, kernel, stride=stride, dilation=dilation)

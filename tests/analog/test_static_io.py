@@ -61,3 +61,25 @@ def test_accuracy_distribution_matches_aihwkit_at_every_time(trained_cnn, digits
         assert abs(m_r - m_f) <= gaps[0](ref_accs[i], fast_accs[i]) + 0.015, \
             (t, ref_accs[i], fast_accs[i])
     assert stats(fast_accs[0])[0] > 0.5  # a scored model, not noise
+
+
+@pytest.mark.parametrize("tile_size", [256, 12])
+def test_torch_calibration_keeps_aihwkit_vectors_and_ranges(tile_size, trained_cnn, digits):
+    """The torch calibration against aihwkit's own: 300 images overflow every 1000-vector
+    cache, so the ranges depend on which vectors ``randperm`` keeps. Tile size 12 cuts the
+    conv inputs through channels (144 = 12 x 12) and splits outputs (16 -> 8 + 8), so every
+    tile of a row must draw its own permutation for the stream to stay aligned."""
+    from analog.static_io import aihwkit_quantile_ranges, quantile_ranges
+
+    rpu = analog.get_hw("pcm_static").rpu_config(tile_size=tile_size)
+    calib = digits.x_train[:300]
+    ours = quantile_ranges(trained_cnn, rpu, calib)
+    ref = aihwkit_quantile_ranges(trained_cnn, rpu, calib)
+    rows = 0
+    for name in ("0", "3", "8"):  # both convs and the classifier
+        got = learned_input_ranges(dict(ours.named_modules())[name])
+        want = learned_input_ranges(dict(ref.named_modules())[name])
+        assert len(got) == len(want)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=0.0, msg=name)
+        rows += len(got)
+    assert rows == (3 if tile_size == 256 else 1 + 12 + 3)
