@@ -59,7 +59,9 @@ SECTIONS: tuple[Section, ...] = (
                          "python -m bench.train.ddp")),
     Section("analog_depth", ("hwnas analog list", "python -m bench.analog.speed",
                              "hwnas analog-eval", "python -m bench.analog.energy"),
-            "the marked blocks assembled from the commands named in each, with the readings"),
+            "the marked blocks assembled from the commands named in each, with the readings; "
+            "`python -m bench.analog.speed` rewrites its speed block, the reading under it "
+            "is kept"),
     Section("analog_energy", ("python -m bench.analog.energy --sensitivity",), reading=True),
     Section("analog_hwa_match", ("python -m bench.analog.hwa_match",)),
     # The report copies in its findings from bench/data/fidelity/findings.md.
