@@ -34,6 +34,9 @@ from bench.fidelity.truth import DATA
 from nas.algorithms.pareto import comparison_se
 
 KEY = "acc_pcm@1d"
+# A recipe that scores another hardware model is ranked against the truth's column of that
+# model (scored on the same trained weights), where the truth has it.
+RECIPE_KEY = {"default_static": "acc_pcm_static@1d"}
 BAND_RATIO = 1.25
 # The quickstart's latency budget: archs above it are never trained by such a study, so the
 # yardstick ranks the truth archs inside it (their latency as bands.json measured it).
@@ -60,9 +63,11 @@ def _ci(fn, cols: list[np.ndarray], n: int) -> str:  # noqa: ANN001
     return f"[{lo:.2f}, {hi:.2f}]"
 
 
-def measures(score: np.ndarray, ref: pd.DataFrame, bootstrap: int) -> dict[str, Any]:
-    """Every yardstick measure of ``score`` (aligned with ``ref``'s rows) against the truth."""
-    t, params = ref[KEY].values, ref.params.values.astype(float)
+def measures(score: np.ndarray, ref: pd.DataFrame, bootstrap: int,
+             key: str = KEY) -> dict[str, Any]:
+    """Every yardstick measure of ``score`` (aligned with ``ref``'s rows) against the truth's
+    ``key`` column."""
+    t, params = ref[key].values, ref.params.values.astype(float)
     lat, band = ref.latency_ms.values.astype(float), ref.band.values
     conc, pairs = fm.band_concordance(score, t, lat, BAND_RATIO)
     return {
@@ -107,8 +112,9 @@ def recipe_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
                 timing: pd.DataFrame | None) -> list[dict[str, Any]]:
     out = []
     for recipe in [r for r in RECIPES if r in set(scores.recipe)]:
-        mine = scores[scores.recipe == recipe]
-        per_seed = mine.pivot_table(index="arch", columns="seed", values="acc").reindex(ref.index)
+        mine, key = scores[scores.recipe == recipe], RECIPE_KEY.get(recipe, KEY)
+        held = ref[ref[key].notna()] if key in ref else ref.iloc[:0]
+        per_seed = mine.pivot_table(index="arch", columns="seed", values="acc").reindex(held.index)
         secs = _seconds(recipe, mine, timing)
         for seed in per_seed.columns:
             col = per_seed[seed].dropna()
@@ -116,15 +122,17 @@ def recipe_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
                 continue
             label = f"{recipe} seed {seed}" + (" (the truth's seed)" if seed == 0 else "")
             here = float(mine[mine.seed == seed].seconds.median())
+            label += "" if key == KEY else f" (vs truth {key[4:]})"
             out.append({"scorer": label, "kind": "one run",
-                        **measures(col.values, ref.loc[col.index], bootstrap),
+                        **measures(col.values, ref.loc[col.index], bootstrap, key),
                         "s / candidate": secs, "s (its runs)": here})
         disjoint = [s for s in per_seed.columns if s != 0]  # a mean away from the truth's seed
         both = per_seed[disjoint if len(disjoint) >= 2 else list(per_seed.columns)].dropna()
         if both.shape[1] >= 2 and len(both) >= 3:
             seeds = ",".join(str(s) for s in both.columns)
             out.append({"scorer": f"{recipe} mean of seeds {seeds}", "kind": "seed mean",
-                        **measures(both.mean(axis=1).values, ref.loc[both.index], bootstrap),
+                        **measures(both.mean(axis=1).values, ref.loc[both.index], bootstrap,
+                                   key),
                         "s / candidate": secs * both.shape[1]})
     return out
 
