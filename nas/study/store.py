@@ -137,16 +137,8 @@ def create_or_load(cfg: StudyConfig, storage: optuna.storages.BaseStorage,
                    sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:
     """The study named ``cfg.name`` in ``storage``; created on first use, reused on resume."""
     keys = objective_keys(cfg)
-    try:
-        existing = optuna.load_study(study_name=cfg.name, storage=storage, sampler=sampler)
-    except KeyError:
-        existing = None
+    existing = _stored(cfg, storage, sampler)
     if existing is not None:
-        stored = existing.user_attrs.get("objectives")
-        if stored is not None and stored != keys:
-            raise ConfigError.one(
-                f"study {cfg.name}", "a stored study keeps its objectives", keys,
-                f"use the stored objectives {stored}, or a new study name / storage")
         return existing
     study = optuna.create_study(study_name=cfg.name, storage=storage, sampler=sampler,
                                 directions=directions(cfg), load_if_exists=True)
@@ -158,9 +150,29 @@ def create_or_load(cfg: StudyConfig, storage: optuna.storages.BaseStorage,
     return study
 
 
+def _stored(cfg: StudyConfig, storage: optuna.storages.BaseStorage,
+            sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study | None:
+    """The study ``cfg.name`` already in ``storage`` (None: not there); one stored with other
+    objectives (e.g. ``acc_pcm@1d`` where the config now scores ``acc_pcm_static@1d``) is
+    refused, since its trials were scored on them."""
+    try:
+        existing = optuna.load_study(study_name=cfg.name, storage=storage, sampler=sampler)
+    except KeyError:
+        return None
+    keys, stored = objective_keys(cfg), existing.user_attrs.get("objectives")
+    if stored is not None and stored != keys:
+        raise ConfigError.one(
+            f"study {cfg.name}", "a stored study keeps its objectives", keys,
+            f"use the stored objectives {stored}, or a new study name / storage (--out)")
+    return existing
+
+
 def prepare_dir(cfg: StudyConfig, out_root: str | Path) -> Path:
     study_dir = Path(out_root) / cfg.name
     study_dir.mkdir(parents=True, exist_ok=True)
+    if (study_dir / "config.yaml").is_file():
+        # refused before the folder's config.yaml, which pareto/report/export read, is replaced
+        _stored(cfg, open_storage(cfg.storage_url(study_dir)))
     save_config(cfg, study_dir / "config.yaml")
     return study_dir
 

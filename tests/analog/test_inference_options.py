@@ -260,13 +260,18 @@ def test_output_mean_and_spread_agree_with_aihwkit():
 def test_a_study_takes_the_options_and_refuses_what_its_model_cannot_apply():
     from nas.study.config import find_study, read_yaml, validate_study
 
-    raw = read_yaml(find_study("quickstart"))  # scores pcm
+    raw = read_yaml(find_study("quickstart"))
+    hw = raw["objectives"][0]["hw"]  # the model it scores (pcm_static)
     custom = {"f_lst": [1.0], "g_lst": [[2, 2, 25], [25, 2, 2]]}
-    raw.setdefault("hw_eval", {})["options"] = {"pcm": {"drift_comp": "column",
-                                                        "converter": custom}}
-    assert validate_study(raw).hw_eval.options["pcm"]["converter"] == custom
-    raw["hw_eval"]["options"] = {"pcm": {"out_noise_std": 0.5, "tile": "torch"}}
-    with pytest.raises(ConfigError, match=r"hw_eval\.options\.pcm.*out_noise_std needs"):
+    raw.setdefault("hw_eval", {})["options"] = {hw: {"drift_comp": "column",
+                                                     "converter": custom}}
+    assert validate_study(raw).hw_eval.options[hw]["converter"] == custom
+    raw["hw_eval"]["options"] = {hw: {"out_noise_std": 0.5, "tile": "torch"}}
+    with pytest.raises(ConfigError, match=rf"hw_eval\.options\.{hw}.*out_noise_std needs"):
+        validate_study(raw)
+    # options for a model the study no longer scores (pcm, before pcm_static) are named
+    raw["hw_eval"]["options"] = {"pcm": {"adc_bits": 8}}
+    with pytest.raises(ConfigError, match=rf"options\.pcm: must name .*scores \(\['{hw}'\]\)"):
         validate_study(raw)
 
 
