@@ -64,6 +64,8 @@ SECTIONS: tuple[Section, ...] = (
             "is kept"),
     Section("analog_energy", ("python -m bench.analog.energy --sensitivity",), reading=True),
     Section("analog_hwa_match", ("python -m bench.analog.hwa_match",)),
+    Section("default_switch", ("hwnas run", "python -m bench.analog.default_switch"),
+            reading=True),
     # The report copies in its findings from bench/data/fidelity/findings.md.
     Section("fidelity", ("python -m bench.fidelity report",)),
     Section("hw_cost_forms", ("python -m bench.hw_cost.forms",)),
