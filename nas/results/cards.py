@@ -52,7 +52,7 @@ def describe_metric(key: str, value: float, attrs: dict[str, Any], cfg: StudyCon
             out["adabs_images"] = int(attrs[f"{m['hw']}_adabs"])
         return out
     out["unit"] = _UNITS.get(key) or _unit(key)
-    for hw in re.findall(r"^([A-Za-z0-9]+)_analog_", key):
+    for hw in re.findall(r"^([A-Za-z0-9_]+?)_analog_", key):
         out["hw"] = hw  # coverage measured by analog.evaluate for that hardware model
     if key.startswith("latency"):
         out["device"] = info.get("device_name", cfg.latency.device)
