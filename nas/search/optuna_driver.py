@@ -129,7 +129,7 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
     study = store.create_or_load(cfg, storage, sampler)
     # a kill -9'd run's trial: failed and queued now, not stale later
     store.fail_dead_trials(study, grace_s=3 * cfg.heartbeat_s)
-    if _n_claimed(study) >= cfg.n_trials:  # complete or running elsewhere: nothing left here
+    if store.n_claimed(study) >= cfg.n_trials:  # complete or running elsewhere: nothing left here
         return
     evaluator = Evaluator(cfg)
     evaluator.prepare()  # a missing data set is one clear error, not n failed trials
@@ -149,20 +149,6 @@ def _n_complete(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
 
-def _n_claimed(study: optuna.Study, *, before: int | None = None) -> int:
-    """COMPLETE trials plus RUNNING ones (those numbered below ``before``, when given): the
-    trials that will count once the running ones finish, unless they fail."""
-    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
-    return sum(t.state == TrialState.COMPLETE or before is None or t.number < before
-               for t in trials)
-
-
-def surplus(trial: optuna.Trial, n_trials: int) -> bool:
-    """Whether ``trial`` would make more than ``n_trials``: two workers that asked at the same
-    moment both saw room for one; the running trials numbered below it are ahead of it."""
-    return _n_claimed(trial.study, before=trial.number) + 1 > n_trials
-
-
 class _StopRule:
     """Stops a worker once the study's COMPLETE + RUNNING trials reach ``n_trials`` (all
     workers, all runs; a running trial that fails later is made up by the worker that ran it)
@@ -176,7 +162,7 @@ class _StopRule:
         self.failed += trial.state == TrialState.FAIL
         if self.on_trial:
             self.on_trial()
-        if _n_claimed(study) >= self.n_trials or self.failed >= self.max_failed:
+        if store.n_claimed(study) >= self.n_trials or self.failed >= self.max_failed:
             study.stop()
 
 
@@ -196,7 +182,7 @@ def make_objective(evaluator: Evaluator, study_dir: Path, worker: int = 0):  # n
 def _evaluate(evaluator: Evaluator, study_dir: Path, worker: int, trial: optuna.Trial,
               budget: float | None) -> tuple[float, ...]:
     trial.set_user_attr(store.PROCESS, store.process_attr())
-    if surplus(trial, evaluator.cfg.n_trials):
+    if store.surplus(trial, evaluator.cfg.n_trials):
         why = f"surplus: n_trials={evaluator.cfg.n_trials} were complete or running"
         trial.set_user_attr("fail_reason", why)
         raise optuna.TrialPruned(why)

@@ -21,7 +21,6 @@ import math
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
 
 from hwnas.common.threads import torch_threads
 from nas.scoring import glue
@@ -90,7 +89,7 @@ class PriorRung:
     def __call__(self, trial: optuna.Trial) -> tuple[float, ...]:
         """The rung-0 objective: sample the candidate as the driver does, score it, record it."""
         trial.set_user_attr(store.PROCESS, store.process_attr())
-        if _surplus(trial, self.cfg.n_trials):
+        if store.surplus(trial, self.cfg.n_trials):
             why = f"surplus: n_trials={self.cfg.n_trials} were complete or running"
             trial.set_user_attr("fail_reason", why)
             raise optuna.TrialPruned(why)
@@ -116,11 +115,3 @@ def is_prior(trial: Any) -> bool:
     """Whether ``trial`` (a FrozenTrial) is a rung-0 prior result."""
     return "prior" in trial.user_attrs
 
-
-def _surplus(trial: optuna.Trial, n_trials: int) -> bool:
-    """The driver's rule (``nas.search.optuna_driver.surplus``): a trial beyond ``n_trials``
-    counting the complete ones and the running ones numbered below it yields."""
-    trials = trial.study.get_trials(deepcopy=False,
-                                    states=(TrialState.COMPLETE, TrialState.RUNNING))
-    ahead = sum(t.state == TrialState.COMPLETE or t.number < trial.number for t in trials)
-    return ahead + 1 > n_trials

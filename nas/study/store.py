@@ -346,3 +346,17 @@ def fail_dead_trials(study: optuna.Study, log: Any = print, *,
         log(f"trials {dead} were RUNNING in processes that are gone (killed): marked FAIL and "
             "their parameters queued again")
     return dead
+
+
+def n_claimed(study: optuna.Study, *, before: int | None = None) -> int:
+    """COMPLETE trials plus RUNNING ones (those numbered below ``before``, when given): the
+    trials that will count once the running ones finish, unless they fail."""
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    return sum(t.state == TrialState.COMPLETE or before is None or t.number < before
+               for t in trials)
+
+
+def surplus(trial: optuna.Trial, n_trials: int) -> bool:
+    """Whether ``trial`` would make more than ``n_trials``: two workers that asked at the same
+    moment both saw room for one; the running trials numbered below it are ahead of it."""
+    return n_claimed(trial.study, before=trial.number) + 1 > n_trials

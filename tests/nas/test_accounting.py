@@ -15,8 +15,8 @@ from optuna.trial import TrialState
 from study_files import REPO, live_raw, state_counts, stored_study, tabular_raw, write_study
 
 from nas.cli import main
-from nas.search.optuna_driver import surplus
 from nas.study import store
+from nas.study.store import surplus
 
 
 def _search(path: Path, out: Path, *extra: str) -> int:
