@@ -8,7 +8,9 @@ held against a number from another:
   the batch norms keep their digital statistics, which costs tens of points after drift and
   multiplies the spread over programmings (DESIGN.md, "Measured since the first wave");
 * the validated fast path (``FAST``), falling back to aihwkit's tiles where it cannot emulate;
-* global drift compensation (``COMPENSATION``).
+* global drift compensation (``COMPENSATION``);
+* the hardware model ``HW`` when none is named, and ``CALIB_IMAGES`` training images to calibrate
+  static input ranges and quantizers.
 
 Every output says which settings it used (``scoring_label`` / ``scoring_record``).
 """
@@ -23,6 +25,12 @@ FAST = True
 """Score on the fast emulation of aihwkit's tiles (``analog.fast``)."""
 COMPENSATION = True
 """Global drift compensation on."""
+HW = "pcm_static"
+"""The hardware model scored when none is named: the HERMES-like periphery (static input ranges,
+one MVM per input vector, 256x256 tiles) that the shipped studies score and the analog energy
+estimate charges. ``pcm`` (idealised periphery) is kept for comparison, by name."""
+CALIB_IMAGES = 256
+"""Training images that calibrate static input ranges (and fake-quant ranges) before scoring."""
 REPEATS = 10
 """Programmings per drift time of a stand-alone experiment (``hwnas analog-eval``); studies
 size theirs for a target standard error (``analog.precision``)."""

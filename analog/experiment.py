@@ -26,8 +26,9 @@ from hwnas.common.errors import ConfigError, Problem
 class ExperimentConfig:
     """One drift experiment; saved with its results."""
 
-    hw: str = "pcm"
-    """Analog hardware model for the drift curves (``hwnas analog list``)."""
+    hw: str = defaults.HW
+    """Analog hardware model for the drift curves (``hwnas analog list``); by default the one
+    the shipped studies score."""
     times: tuple[str, ...] = ("1s", "1h", "1d", "30d", "1y")
     repeats: int = defaults.REPEATS
     """Programming repeats per curve (fresh noise, seeded)."""
@@ -51,8 +52,8 @@ class ExperimentConfig:
     """Deterministic hardware models drawn as horizontal lines."""
     fast: bool = defaults.FAST
     """Validated torch emulation of aihwkit (False: aihwkit's own tiles)."""
-    calib_size: int = 512
-    """Training images used to calibrate quantizers and input ranges."""
+    calib_size: int = defaults.CALIB_IMAGES
+    """Training images used to calibrate quantizers and input ranges (as studies do)."""
     batch_size: int = 500
     device: str = "cpu"
     digital: tuple[str, ...] = ()

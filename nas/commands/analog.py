@@ -31,7 +31,9 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--space", help="search space of --arch (see `hwnas spaces list`)")
     p.add_argument("--arch", help="architecture string (with --space)")
     p.add_argument("--data", default="fashion_mnist", help="data set (see `hwnas data list`)")
-    p.add_argument("--hw", default="pcm", help="analog hardware model (see `hwnas analog list`)")
+    p.add_argument("--hw", default=None,
+                   help="analog hardware model (see `hwnas analog list`; default: the one the "
+                        "shipped studies score, analog.defaults.HW = pcm_static)")
     p.add_argument("--times", default="1s,1h,1d,30d,1y",
                    help="drift times, comma-separated (0, 1s, 1h, 1d, 30d, 1y, ...)")
     p.add_argument("--repeats", type=int, default=None,
@@ -116,7 +118,8 @@ def _experiment_config(args: argparse.Namespace):  # noqa: ANN202
     repeats = defaults.REPEATS if args.repeats is None else args.repeats
     adabs = defaults.ADABS_IMAGES if args.adabs is None else args.adabs
     return ExperimentConfig(
-        hw=args.hw, times=tuple(t.strip() for t in args.times.split(",")),
+        hw=_hw(args),
+        times=tuple(t.strip() for t in args.times.split(",")),
         repeats=repeats, seed=args.seed, compensation=not args.no_compensation,
         compare_compensation=args.compare_compensation, hwa_epochs=args.hwa_epochs,
         adabs=adabs, compare_adabs=args.compare_adabs,
@@ -218,7 +221,14 @@ def _out_dir(args: argparse.Namespace, model_info: dict[str, Any]) -> Path:
     if args.out:
         return Path(args.out)
     arch = re.sub(r"[^A-Za-z0-9._-]+", "_", str(model_info.get("arch", "model")))
-    return Path("runs") / "analog" / f"{arch}-{args.hw}"
+    return Path("runs") / "analog" / f"{arch}-{_hw(args)}"
+
+
+def _hw(args: argparse.Namespace) -> str:
+    """The hardware model asked for, else the one the shipped studies score."""
+    from analog import defaults
+
+    return defaults.HW if args.hw is None else args.hw
 
 
 def _scoring(result) -> str:  # noqa: ANN001

@@ -14,6 +14,7 @@ from typing import Any
 
 import analog
 import hw_cost
+from analog import defaults as analog_defaults
 from analog import hwa as analog_hwa
 from analog.adabs import training_images
 from hw_cost.analog_cost import analog_cost, flat_analog
@@ -130,7 +131,8 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
     res = analog.evaluate(scored.eval(), x, y, hw, times=tuple(seconds), repeats=he.repeats,
                           seed=cfg.seed, compensation=he.compensation, fast=he.fast,
                           options=he.options.get(hw),
-                          calib=data.x_train[:256], device=cfg.train.device, adabs=adabs,
+                          calib=data.x_train[:analog_defaults.CALIB_IMAGES],
+                          device=cfg.train.device, adabs=adabs,
                           adabs_images=training_images(data.x_train, adabs, cfg.seed),
                           target_se=(precision.target_se if precision else he.target_se)
                           if is_analog else None,

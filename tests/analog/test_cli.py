@@ -24,10 +24,11 @@ def test_analog_eval_writes_csv_png_json(tmp_path, capsys):
     assert code == 0
     rows = list(csv.DictReader((out / "analog_eval.csv").open()))
     curves = {r["curve"] for r in rows}
-    # AdaBS is on by default, as in studies, and the curve names say so
-    assert curves == {"digital", "fq8", "pcm + AdaBS", "pcm + AdaBS (no compensation)",
-                      "pcm + HWA + AdaBS", "pcm + HWA + AdaBS (no compensation)"}
-    assert {r["adabs"] for r in rows if r["curve"].startswith("pcm")} == {"256"}
+    # the studies' hardware model and AdaBS by default, and the curve names say so
+    assert curves == {"digital", "fq8", "pcm_static + AdaBS",
+                      "pcm_static + AdaBS (no compensation)", "pcm_static + HWA + AdaBS",
+                      "pcm_static + HWA + AdaBS (no compensation)"}
+    assert {r["adabs"] for r in rows if r["curve"].startswith("pcm_static")} == {"256"}
     assert len(rows) == 2 + 4 * 2 and all(r["repeats"] in ("1", "2") for r in rows)
     assert (out / "analog_eval.png").stat().st_size > 10_000
     meta = json.loads((out / "analog_eval.json").read_text())
@@ -35,7 +36,7 @@ def test_analog_eval_writes_csv_png_json(tmp_path, capsys):
     assert meta["provenance"]["versions"]["aihwkit"] == "1.2.0" and meta["hwa_fit"]["steps"] > 0
     assert len(meta["curves"][0]["points"][0]["accs"]) == 2
     printed = capsys.readouterr().out
-    assert "pcm + HWA" in printed and "scored with AdaBS 256 img, 2 programmings" in printed
+    assert "pcm_static + HWA" in printed and "scored with AdaBS 256 img, 2 programmings" in printed
 
 
 @pytest.mark.slow

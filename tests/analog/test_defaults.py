@@ -40,6 +40,16 @@ def test_analog_eval_scores_like_a_study_unless_told():
     assert _cli_config("--adabs", "0", "--repeats", "3").adabs == 0
 
 
+def test_the_default_hardware_is_the_one_the_shipped_studies_score():
+    from nas.study.config import load_study
+
+    scored = {o.hw for o in load_study("quickstart").objectives_resolved() if o.hw}
+    assert scored == {defaults.HW} == {"pcm_static"}
+    assert _cli_config().hw == ExperimentConfig().hw == defaults.HW
+    assert _cli_config("--hw", "pcm").hw == "pcm"  # the idealised model stays, by name
+    assert ExperimentConfig().calib_size == defaults.CALIB_IMAGES
+
+
 class _Result:
     adabs, repeats, path, compensation, images = 0, 3, "aihwkit", False, 500
 

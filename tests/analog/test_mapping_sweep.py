@@ -89,7 +89,7 @@ def test_sweep_scores_as_the_main_curve_does(trained_cnn, digits):
     from analog.experiment import ExperimentConfig, run_experiment
 
     small = replace(digits, x_test=digits.x_test[:120], y_test=digits.y_test[:120])
-    cfg = ExperimentConfig(times=("1d",), repeats=2, adabs=64, references=(),
+    cfg = ExperimentConfig(hw="pcm", times=("1d",), repeats=2, adabs=64, references=(),
                            sweeps={"adc_bits": [9]})
     out = run_experiment(trained_cnn, small, cfg, log=lambda _: None)
     (curve,) = out.curves
