@@ -136,7 +136,7 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
     attach_sampler(sampler, evaluator)  # the space, and budgets known before training
     stop = _StopRule(cfg.n_trials, cfg.max_failed or cfg.n_trials, on_trial)
     objective, callbacks = make_objective(evaluator, study_dir, index), [stop]
-    sh = schedule.make(cfg)
+    sh = schedule.make(cfg, evaluator)
     if sh is not None:  # rung per trial; promotions queued in the storage after every trial
         objective, callbacks = sh.wrap(objective), [sh, stop]
         evaluator.rungs = RungStore(study_dir / "rungs")  # a promotion continues its rung

@@ -36,12 +36,13 @@ LABEL = "rung 0 (prior)"
 class PriorRung:
     """Scores a trial's candidate at rung 0: its costs and ``cfg.schedule.prior``, no training.
 
-    It holds an ``Evaluator`` of its own (built on first use) for the space, the data's shapes
-    and the seeded initialisation a trained rung starts from."""
+    It uses the study's ``Evaluator`` (the driver's, so the data set is loaded once; one of its
+    own, built on first use, when none is given) for the space, the data's shapes and the seeded
+    initialisation a trained rung starts from."""
 
-    def __init__(self, cfg: StudyConfig):
+    def __init__(self, cfg: StudyConfig, evaluator: Evaluator | None = None):
         self.cfg, self.name = cfg, cfg.schedule.prior
-        self._evaluator: Evaluator | None = None
+        self._evaluator = evaluator
 
     @property
     def evaluator(self) -> Evaluator:

@@ -68,6 +68,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.errors import ConfigError
 from nas.algorithms.promotion import promote
+from nas.scoring.evaluate import Evaluator
 from nas.search.prior_rung import PriorRung, is_prior
 from nas.study.schedule import (
     ScheduleCfg,
@@ -253,13 +254,15 @@ def budget_of(sh: SuccessiveHalving | None, config: dict[str, Any]) -> float | N
     return None if sh is None or "rung" not in config else sh.budgets[int(config["rung"])]
 
 
-def make(cfg: Any) -> SuccessiveHalving | None:
-    """The study's schedule, or None; a broken schedule is a ConfigError here too."""
+def make(cfg: Any, evaluator: Evaluator | None = None) -> SuccessiveHalving | None:
+    """The study's schedule, or None; a broken schedule is a ConfigError here too.
+    ``evaluator``: the driver's ``Evaluator``, which a free rung 0 scores with (its data set
+    is then loaded once)."""
     if cfg.schedule.type == "none":
         return None
     problems = schedule_problems(cfg)
     if problems:
         raise ConfigError(problems)
-    prior = PriorRung(cfg) if cfg.schedule.prior != "none" else None
+    prior = PriorRung(cfg, evaluator) if cfg.schedule.prior != "none" else None
     return SuccessiveHalving(cfg.schedule, [o.direction for o in cfg.objectives_resolved()],
                              prior)

@@ -114,12 +114,19 @@ def test_prior_trials_never_enter_the_front_nor_the_sampler() -> None:
 
 
 @pytest.mark.slow
-def test_live_study_trains_only_promoted_and_fronts_trained_results(tmp_path) -> None:  # noqa: ANN001
+def test_live_study_trains_only_promoted_and_fronts_trained_results(
+        tmp_path, monkeypatch) -> None:  # noqa: ANN001
     from nas.results import summary
+    from nas.scoring import evaluate
     from nas.search.run import run_search
     from nas.study.store import load_dir
 
+    loads: list[str] = []  # the real loader, counted: rung 0 scores with the driver's evaluator
+    real = evaluate.load_data
+    monkeypatch.setattr(evaluate, "load_data", lambda name, **kw: loads.append(name)
+                        or real(name, **kw))
     study_dir = run_search(_cfg("prior_live", n_trials=5), out_root=tmp_path, progress=False)
+    assert loads == ["digits"]  # one data set in memory, not one per evaluator
     cfg, study, _ = load_dir(study_dir)
     done = [t for t in study.trials if t.state == TrialState.COMPLETE]
     priors = [t for t in done if "prior" in t.user_attrs]
