@@ -30,6 +30,8 @@ import torch
 from optuna.trial import TrialState
 
 from nas.algorithms.samplers import make_sampler
+from nas.scoring.continuation import RungStore
+from nas.scoring.evaluate import Evaluator
 from nas.search import schedule
 from nas.search.progress import StudyProgress
 from nas.search.ray_utils import (
@@ -46,7 +48,7 @@ from nas.study import store
 from nas.study.config import StudyConfig, validate_study
 
 _DONE = ".hwnas_done"
-_EVALUATORS: dict[str, Any] = {}
+_EVALUATORS: dict[tuple[str, str], Evaluator] = {}
 
 
 def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) -> None:
@@ -54,13 +56,11 @@ def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) 
     import ray
     from ray import tune
 
-    from nas.scoring.evaluate import Evaluator
-
     cfg = validate_study(cfg_raw)
     if ray.get_gpu_ids() and cfg.train.device == "cpu":  # a GPU share was granted: train on it
         cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"device": "cuda"})})
     torch.set_num_threads(max(1, int(cfg.ray.cpus_per_trial)))
-    evaluator = _EVALUATORS.setdefault(cfg.name, Evaluator(cfg))  # data loaded once per actor
+    evaluator = actor_evaluator(cfg, study_dir)
     budget = schedule.budget_of(schedule.make(cfg), config)
     where = {"ray_node_id": ray.get_runtime_context().get_node_id(),
              "hostname": socket.gethostname()}
@@ -84,6 +84,21 @@ def _trainable(config: dict[str, Any], cfg_raw: dict[str, Any], study_dir: str) 
     with tempfile.TemporaryDirectory() as tmp:
         torch.save(out.state_dict, Path(tmp) / store.WEIGHTS)
         tune.report(result, checkpoint=tune.Checkpoint.from_directory(tmp))
+
+
+def actor_evaluator(cfg: StudyConfig, study_dir: str | Path) -> Evaluator:
+    """The Ray actor's ``Evaluator`` of this study, built once (the data set is loaded once per
+    actor). Under a schedule, a promotion continues from the weights and optimiser state its rung
+    saved in ``<study>/rungs``, as on the Optuna driver. That folder is on the driver's host:
+    a node that cannot see it (no shared study folder) finds no state and trains the rung from
+    step 0, to the same weights (every rung is seeded), only slower."""
+    key = (cfg.name, str(study_dir))
+    if key not in _EVALUATORS:
+        evaluator = Evaluator(cfg)
+        if cfg.schedule.type != "none":
+            evaluator.rungs = RungStore(Path(study_dir) / "rungs")
+        _EVALUATORS[key] = evaluator
+    return _EVALUATORS[key]
 
 
 class _Root:

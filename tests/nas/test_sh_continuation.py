@@ -156,6 +156,26 @@ def test_the_evaluator_continues_a_promotion_from_its_rung(tmp_path: Path) -> No
     assert len(list((tmp_path / "rungs").iterdir())) == 2
 
 
+@pytest.mark.slow  # two scored evaluations (cost, training, PCM)
+def test_a_ray_actor_continues_a_promotion_from_its_rung(tmp_path: Path) -> None:
+    pytest.importorskip("ray.tune")
+    from nas.search.ray_driver import actor_evaluator
+
+    cfg = _epochs_cfg(objectives=[{"metric": "accuracy"}, {"metric": "latency"}])
+    evaluator = actor_evaluator(cfg, tmp_path)
+    assert actor_evaluator(cfg, tmp_path) is evaluator  # built once per actor and study
+    low = evaluator.evaluate(ARCH, budget=0.5)
+    up = evaluator.evaluate(ARCH, budget=1.5)  # the promotion continues from rung 0's state
+    assert low.info["train_steps"] == up.info["resumed_from_step"] > 0
+    assert len(list((tmp_path / "rungs").iterdir())) == 2
+    from study_files import live_raw
+
+    from nas.study.config import validate_study
+
+    plain = actor_evaluator(validate_study(live_raw("plain")), tmp_path)
+    assert plain.rungs is None  # no schedule: nothing to continue, no state written
+
+
 # -- the sampler learns from each arch's highest rung -----------------------------------------
 def _rung_trial(arch: str, rung: int, value: float, **attrs):  # noqa: ANN003, ANN202
     import optuna
