@@ -3,24 +3,33 @@
 Builds the candidate from its space and arch string, measures latency, counts static costs,
 places it under the device roofline, estimates its analog mapping cost, and stores the result in
 the cost cache keyed by (space, arch, device fingerprint, batch, dtype, input shape, options).
+The analog estimate is stored apart, per hardware model (``hw_cost.estimate_cache``): the
+hardware model a study scores must not decide which timing it gets.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
+import torch
 from torch import nn
 
 from hw_cost.analog_cost import analog_cost, figures_for, flat_analog
 from hw_cost.backends import fingerprint_hash, get_backend
 from hw_cost.cache import CostCache, CostKey
+from hw_cost.estimate_cache import estimate_fields, estimate_key, split_estimate, stored_estimate
 from hw_cost.latency import StopRule, measure_latency
-from hw_cost.options import validate
+from hw_cost.options import Target, validate
 from hw_cost.roofline import get_ceilings, roofline_point
 from hw_cost.static import static_costs
 from hwnas.common.errors import ConfigError
 from hwnas.common.provenance import provenance
+
+if TYPE_CHECKING:
+    from search_spaces.base import SearchSpace
 
 # The roofline fields of a cost dict (None where a model is not placed).
 ROOF_KEYS = ("arithmetic_intensity", "bytes_moved", "attained_flops", "roof_flops",
@@ -110,49 +119,95 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     ``clock="thread"`` times CPU time of the one timing thread (see ``options.CLOCKS``);
     ``form`` the deployed form timed (``hw_cost.forms``), part of the cache key.
     ``hw`` and ``hw_options``: the analog hardware model the analog estimate describes (tile
-    size, ADC bits, read mode); ``tile_size`` overrides its tile size. Both are in the key.
+    size, ADC bits, read mode); ``tile_size`` overrides its tile size. They are not in the
+    timing's key: one arch is timed once whatever model a study scores, and each model's
+    estimate is cached beside it (``hw_cost.estimate_cache``); ``cached`` tells of the timing.
     ``tf32``: CUDA's TF32 setting (in the key on CUDA only, so CPU entries keep theirs).
     """
+    target, sp = _checked(space, arch, input_shape, device=device, batch_size=batch_size,
+                          dtype=dtype, threads=threads, clock=clock, form=form, hw=hw,
+                          hw_options=hw_options)
+    store = resolve_cache(cache)
+    fingerprint = device_fingerprint(target.device, threads)
+    key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, target.dtype,
+                  target.input_shape, _timing_options(num_classes, channels_last, compile,
+                                                      clock, form, target.backend, tf32))
+    build = functools.cache(functools.partial(
+        sp.build, arch, in_chans=target.input_shape[0], num_classes=num_classes,
+        img_size=target.input_shape[1]))
+    analog_kw = {"tile_size": tile_size, "hw": hw, "hw_options": hw_options}
+    hit = store.get(key) if store is not None and not refresh else None
+    timing, cached, fresh = hit, True, None
+    if hit is None or not _serves(hit, rule.min_seconds if rule else min_seconds):
+        timing, cached, fresh = _measure(
+            build(), key, hit, store, fingerprint, analog_kw, features=sp.features(arch),
+            device=target.device, batch_size=batch_size, dtype=dtype,
+            channels_last=channels_last, compile=compile, threads=threads,
+            max_seconds=max_seconds, min_seconds=min_seconds, rule=rule, clock=clock, form=form,
+            tf32=tf32)
+    estimate = stored_estimate(
+        store, estimate_key(space, arch, target.input_shape, num_classes, **analog_kw),
+        lambda: _estimate(build, target.input_shape, timing.get("macs"), batch_size, analog_kw),
+        fresh=fresh)
+    return {**timing, **estimate_fields(estimate), "cached": cached}
+
+
+def _checked(space: str, arch: str, input_shape: Sequence[int], *, hw: str | None,
+             hw_options: dict[str, object] | None, **setting: object) -> tuple[Target, SearchSpace]:
+    """The validated timing target and the space; every bad input fails before any timing."""
     from search_spaces import get_space
 
-    target = validate(device=device, batch_size=batch_size, dtype=dtype, input_shape=input_shape,
-                      threads=threads, clock=clock, form=form)
+    target = validate(input_shape=input_shape, **setting)
     if len(target.input_shape) != 3 or target.input_shape[1] != target.input_shape[2]:
         raise ConfigError.one("input_shape", "a space builds square images: (C, S, S)",
                               input_shape, "pass e.g. --input-shape 1,28,28")
     sp = get_space(space)
     sp.validate(arch)
-    if hw is not None:  # a bad name or option fails before any timing
+    if hw is not None:
         figures_for(hw, options=hw_options)
-    store = resolve_cache(cache)
-    fingerprint = device_fingerprint(target.device, threads)
+    return target, sp
+
+
+def _timing_options(num_classes: int, channels_last: bool, compile: bool | str, clock: str,
+                    form: str, backend: str, tf32: bool) -> dict[str, object]:
+    """The options of the timing's cache key. The hardware model is not among them; the key
+    keeps the ``tile_size: None`` every call without a hardware model or tile size had, so the
+    rows those calls stored still serve. Rows stored under the earlier keys that held
+    ``hw``/``hw_options`` or a tile size are not looked up: those archs are timed again."""
     options = {"num_classes": num_classes, "channels_last": channels_last, "compile": compile,
-               "tile_size": tile_size, "clock": clock, "form": form}
-    if hw is not None:  # only when named, so estimates without one keep their cache entries
-        options.update(hw=hw, hw_options=dict(hw_options or {}))
-    if target.backend == "cuda":
+               "tile_size": None, "clock": clock, "form": form}
+    if backend == "cuda":
         options["tf32"] = tf32
-    key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, target.dtype,
-                  target.input_shape, options)
-    hit = store.get(key) if store is not None and not refresh else None
-    if hit is not None and _serves(hit, rule.min_seconds if rule else min_seconds):
-        return {**hit, "cached": True}
-    model = sp.build(arch, in_chans=target.input_shape[0], num_classes=num_classes,
-                     img_size=target.input_shape[1])
-    result = measure_model(model, target.input_shape, device=target.device,
-                           batch_size=batch_size, dtype=dtype, channels_last=channels_last,
-                           compile=compile, threads=threads, max_seconds=max_seconds,
-                           min_seconds=min_seconds, tile_size=tile_size, cache=store, rule=rule,
-                           clock=clock, form=form, hw=hw, hw_options=hw_options, tf32=tf32)
-    with get_backend(target.device).session(target.device, threads):  # names the threads used
-        prov = provenance(target.device, options=options)
-    result.update(space=space, arch=arch, features=sp.features(arch), provenance=prov)
-    if hit is not None and not _more_precise(result, hit):
-        return {**hit, "cached": True}
+    return options
+
+
+def _measure(model: nn.Module, key: CostKey, hit: dict | None, store: CostCache | None,
+             fingerprint: dict[str, object], analog_kw: dict[str, object], *,
+             features: dict[str, object], **timing: object,
+             ) -> tuple[dict[str, object], bool, dict | None]:
+    """Time ``model`` (a miss, or a hit that does not serve): (the timing kept, whether it is
+    the cached one, the analog estimate computed on the way); stores a timing that replaces."""
+    result = measure_model(model, key.input_shape, cache=store, **timing, **analog_kw)
+    new, estimate = split_estimate(result)
+    device, threads = str(timing["device"]), timing["threads"]
+    with get_backend(device).session(device, threads):  # names the threads used
+        prov = provenance(device, options=key.options)
+    new.update(space=key.space, arch=key.arch, features=features, provenance=prov)
+    if hit is not None and not _more_precise(new, hit):
+        return hit, True, estimate
     if store is not None:
-        store.put(key, result)
+        store.put(key, new)
         store.put_entry("fingerprint", key.fingerprint, fingerprint)
-    return {**result, "cached": False}
+    return new, False, estimate
+
+
+def _estimate(build: Callable[[], nn.Module], input_shape: Sequence[int], macs: object,
+              batch_size: int, analog_kw: dict[str, object]) -> dict:
+    """The analog estimate of the candidate for a timing served from the cache. Building it
+    draws from the global RNG, which a cache hit must leave as it found it."""
+    with torch.random.fork_rng(devices=[]):
+        return analog_cost(build(), input_shape, **analog_kw,
+                           total_macs=int(macs) // batch_size if macs else None)
 
 
 def _serves(hit: dict[str, object], min_seconds: float) -> bool:
