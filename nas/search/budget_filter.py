@@ -13,6 +13,7 @@ from typing import Any
 
 import hw_cost
 from hw_cost.backends import fingerprint_hash
+from hw_cost.estimate_cache import ESTIMATE_KIND, estimate_fields, estimate_key
 from nas.algorithms.prefilter import BudgetFilter, Limit
 from nas.scoring import glue
 from search_spaces.stats import reference_stats
@@ -43,11 +44,13 @@ def attach_sampler(sampler: Any, evaluator: Any) -> BudgetFilter | None:
 
 class _CacheView:
     """The cost cache's rows in the study's latency setting: ``get(arch)`` its stored cost
-    (measured before: judged on the stored median, the same on every rerun), ``history()``
-    every such row (the pre-filter's fit starts from them)."""
+    (measured before: judged on the stored median, the same on every rerun) with the analog
+    estimate of the study's hardware model when one is stored, ``history()`` every such row
+    (the pre-filter's fit starts from them)."""
 
-    def __init__(self, rows: Any, classes: int, form: str):
-        self._rows, self.classes, self.form = rows, classes, form
+    def __init__(self, rows: Any, classes: int, form: str,
+                 estimate: Any = lambda arch: None):
+        self._rows, self.classes, self.form, self._estimate = rows, classes, form, estimate
 
     @classmethod
     def open(cls, cfg: Any, space: str, shape: tuple[int, ...], classes: int
@@ -62,7 +65,14 @@ class _CacheView:
             return None
         where = {"space": space, "fingerprint": fp, "batch": lat.batch_size, "dtype": lat.dtype,
                  "input_shape": shape}
-        return cls(lambda **more: store.rows(**where, **more), classes, glue.latency_form(cfg))
+        hw, hw_options = glue.cost_hw(cfg)
+
+        def estimate(arch: str) -> dict | None:  # the timing's row holds no hardware model's
+            return store.get_entry(ESTIMATE_KIND, estimate_key(
+                space, arch, shape, classes, tile_size=None, hw=hw, hw_options=hw_options))
+
+        return cls(lambda **more: store.rows(**where, **more), classes, glue.latency_form(cfg),
+                   estimate if hw is not None else lambda arch: None)
 
     def _values(self, **more: Any) -> list[dict]:
         return [r["value"] for r in self._rows(**more)
@@ -71,7 +81,10 @@ class _CacheView:
 
     def get(self, arch: str) -> dict | None:
         rows = [v for v in self._values(arch=arch) if v.get("latency_stable", True)]
-        return rows[-1] if rows else None  # rows come oldest first
+        if not rows:
+            return None
+        estimate = self._estimate(arch)  # rows come oldest first
+        return {**rows[-1], **estimate_fields(estimate)} if estimate else rows[-1]
 
     def history(self) -> list[dict]:
         return self._values()

@@ -115,3 +115,31 @@ def test_history_steers_from_the_first_trial() -> None:
     rows = [{"latency_ms": _latency(a), **_static(a)} for a in archs]
     filt = BudgetFilter([Limit("latency_ms", max=BUDGET)], _static, history=lambda: rows)
     assert _over(_run(filt, n=10), 1.15) == 0
+
+
+@pytest.mark.slow  # two short real timings and two analog estimates
+def test_the_cache_view_serves_the_studys_hardware_estimate(tmp_path) -> None:  # noqa: ANN001
+    # the timing is stored once for every hardware model; an energy budget is judged on the
+    # estimate of the model the study scores, not on another model's nor on a fit
+    from study_files import live_raw
+
+    from nas.scoring import glue
+    from nas.search.budget_filter import _CacheView
+    from nas.study.config import validate_study
+
+    def cfg(hw: str):  # noqa: ANN202
+        return validate_study(live_raw(
+            objectives=[{"metric": "accuracy", "hw": hw, "time": "1d"}, {"metric": "energy"}],
+            constraints=[{"metric": "energy", "max": 1.0}],
+            latency={"max_seconds": 0.1, "cache": str(tmp_path / "costs.db")}))
+
+    arch, shape = "rn:s16-d1r1c16-d1r1c32", (1, 8, 8)
+    energy = {}
+    for hw in ("pcm", "pcm_static"):  # 512x512 against 256x256 tiles: other energies
+        view = _CacheView.open(cfg(hw), "resnet", shape, 10)
+        assert view is not None and (hw == "pcm" or view.get(arch) is not None)
+        energy[hw] = glue.costs(cfg(hw), "resnet", arch, shape, 10)[0]["analog_energy_uj"]
+        assert view.get(arch)["analog_energy_uj"] == energy[hw]
+    assert energy["pcm"] != energy["pcm_static"]
+    view = _CacheView.open(cfg("pcm"), "resnet", shape, 10)
+    assert view.get(arch)["analog_energy_uj"] == energy["pcm"]
