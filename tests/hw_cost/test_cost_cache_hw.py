@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-import hw_cost.roofline as roofline
 from hw_cost.analog_cost import TILE_SIZE
 from hw_cost.api import cost_of, device_fingerprint
 from hw_cost.backends import fingerprint_hash
@@ -30,13 +29,8 @@ STABLE = StopRule(window=5, rel_tol=10.0, min_repeats=5, max_seconds=5.0, warmup
                   warmup_calls=1)
 
 
-@pytest.fixture(autouse=True)
-def small_ceilings(monkeypatch):
-    # The real ceiling sizes take seconds; the placement logic is the same at any size.
-    monkeypatch.setitem(roofline._MATMUL_N, "cpu", (256,))
-    monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
-    monkeypatch.setattr(roofline, "_WARMUP_S", 0.01)
-    monkeypatch.setattr(roofline, "_TIMED_S", 0.02)
+# The real roofline ceiling sizes take seconds; the placement logic is the same at any size.
+pytestmark = pytest.mark.usefixtures("small_ceilings")
 
 
 def _cost(cache, **kw):

@@ -9,7 +9,6 @@ import random
 import pytest
 from hw_cost_helpers import FAST
 
-import hw_cost.roofline as roofline
 from hw_cost.api import cost_of
 from hw_cost.latency import StopRule
 from hwnas.common.errors import ConfigError
@@ -18,13 +17,8 @@ from search_spaces import get_space, list_spaces
 SHAPE = (1, 16, 16)
 
 
-@pytest.fixture(autouse=True)
-def small_ceilings(monkeypatch):
-    # The real ceiling sizes take seconds; the placement logic is the same at any size.
-    monkeypatch.setitem(roofline._MATMUL_N, "cpu", (256,))
-    monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
-    monkeypatch.setattr(roofline, "_WARMUP_S", 0.01)
-    monkeypatch.setattr(roofline, "_TIMED_S", 0.02)
+# The real roofline ceiling sizes take seconds; the placement logic is the same at any size.
+pytestmark = pytest.mark.usefixtures("small_ceilings")
 
 
 def _cost(space: str, arch: str, cache, **kw):
