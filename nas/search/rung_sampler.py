@@ -12,7 +12,10 @@ It holds every trial of the real study, at the same number:
 
 * a trial ``latest_rungs`` keeps, and the trial being sampled: a copy (state, parameters,
   values, attributes, constraints);
-* any other: a FAIL trial with nothing in it, which no sampler learns from.
+* any other: a FAIL trial with its parameters only (no values, attributes or constraints).
+  Optuna's samplers learn from no FAIL trial, and the default sampler's repeat check still sees
+  its arch: a candidate that stopped at the free rung 0 (a prior score, hidden) is not proposed
+  again.
 
 Equal numbers keep right what samplers key on trial numbers: the default sampler's moves and
 plans (the driver reads ``moves[trial.number]``), its random streams (seeded with the number),
@@ -141,8 +144,7 @@ class HighestRungSampler(BaseSampler):
         out = _Shadow(key, shadow)
         for t in trials:
             attrs = {**t.system_attrs, **kept.get(t.number, {}), **self._written.get(t.number, {})}
-            shadow.add_trial(_copy(t, attrs) if t.number in seen
-                             else create_trial(state=TrialState.FAIL))  # hidden: nothing in it
+            shadow.add_trial(_copy(t, attrs) if t.number in seen else _hidden(t))
             if t.number == number:
                 out.given = copy.deepcopy(attrs)
         return out
@@ -162,3 +164,9 @@ def _copy(t: FrozenTrial, system_attrs: dict[str, Any]) -> FrozenTrial:
     return create_trial(state=t.state, values=t.values, params=t.params,
                         distributions=t.distributions, user_attrs=t.user_attrs,
                         system_attrs=system_attrs, intermediate_values=t.intermediate_values)
+
+
+def _hidden(trial: FrozenTrial) -> FrozenTrial:
+    """A trial the wrapped sampler must not learn from: FAIL, with its parameters only."""
+    return create_trial(state=TrialState.FAIL, params=trial.params,
+                        distributions=trial.distributions)

@@ -242,12 +242,32 @@ def test_the_sampler_sees_each_arch_at_its_highest_rung() -> None:
     study.ask().suggest_categorical("x", ["a", "b", "c"])  # a new candidate asks the sampler
     want = [("-", -1, "RUNNING"), ("a", 2, 0.95), ("b", 0, 0.60), ("c", 0, 0.40)]
     assert seen.public[-1] == seen.internal[-1] == want
-    # a's lower rungs and b's running promotion keep their numbers as empty FAIL trials
-    assert seen.hidden[-1] == [(n, {}, None, {}, {}) for n in (0, 3, 5)]
+    # a's lower rungs and b's running promotion keep their numbers as FAIL trials that hold
+    # their parameters only (b's promotion has none yet: its parameters are fixed, not asked)
+    assert seen.hidden[-1] == [(0, {"x": "a"}, None, {}, {}), (3, {"x": "a"}, None, {}, {}),
+                               (5, {}, None, {}, {})]
     # without the wrapper the sampler would see a three times and b's promotion as a new point
     raw = sorted((t.user_attrs.get("arch"), t.user_attrs.get("rung")) for t in study.trials
                  if t.user_attrs.get("arch"))
     assert raw == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0)]
+
+
+def test_an_arch_that_stopped_at_the_free_rung_is_not_proposed_again() -> None:
+    import optuna
+
+    from nas.algorithms.samplers import make_sampler
+    from nas.search.rung_sampler import HighestRungSampler
+
+    study = optuna.create_study(direction="maximize",
+                                sampler=HighestRungSampler(make_sampler("default", seed=0)))
+    for arch in ("a", "b"):  # rung-0 prior scores: hidden from the sampler, not forgotten
+        study.add_trial(_rung_trial(arch, 0, 9.0, prior="params"))
+    proposed = []
+    for _ in range(3):
+        trial = study.ask()
+        proposed.append(trial.suggest_categorical("x", ["a", "b", "c", "d", "e"]))
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    assert sorted(proposed) == ["c", "d", "e"]
 
 
 def test_the_wrapped_default_sampler_keeps_its_hooks() -> None:
