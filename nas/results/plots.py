@@ -43,7 +43,7 @@ def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> Figure:
     done = completed(study)
     ok = [t for t in done if feasible(t)]
     bad = [t for t in done if not feasible(t)]
-    fig = Figure(figsize=(7.5, 5))
+    fig = Figure(figsize=(7.5, 6.2), layout="constrained")
     ax = fig.subplots()
     ax.scatter(_attr(ok, x_obj.key), _attr(ok, y_obj.key), s=18, c="0.7",
                label=f"trials ({y_obj.hw or 'value'})")
@@ -76,7 +76,10 @@ def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> Figure:
     ax.set_ylabel(y_obj.label)
     ax.set_title(f"{cfg.name}: Pareto front ({len(front.trials)} of {len(ok)} feasible trials)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    # below the axes: inside, its seven entries hid the points of one corner (the over-budget
+    # marks at the budget's far side)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=2,
+              frameon=False)
     return fig
 
 
