@@ -23,7 +23,8 @@ import multiprocessing as mp
 import os
 import signal
 import time
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,12 +74,54 @@ def signals_interrupt() -> AbstractContextManager[bool]:
     return handling_signals(_interrupt)
 
 
+class _TrialGate:
+    """Where a stop signal may raise in a process that runs trials. Raised inside Optuna's own
+    bookkeeping (``study.ask`` after the trial's row exists), it would leave that trial RUNNING;
+    so between trials it is held, and the next objective raises it at its start (the trial is
+    stored FAIL with the reason) or the loop raises it when it ends."""
+
+    def __init__(self) -> None:
+        self.looping, self.inside, self.pending = False, False, None
+
+    def hold(self) -> bool:
+        return self.looping and not self.inside
+
+    def check(self) -> None:
+        if self.pending is not None:
+            raise Interrupted(self.pending)
+
+    @contextmanager
+    def loop(self) -> Iterator[None]:
+        self.looping, self.pending = True, None
+        try:
+            yield
+            self.check()
+        finally:
+            self.looping = False
+
+    @contextmanager
+    def trial(self) -> Iterator[None]:
+        self.check()
+        self.inside = True
+        try:
+            yield
+        finally:
+            self.inside = False
+
+
+_GATE = _TrialGate()
+
+
 def _interrupt(signum: int, _frame: object) -> None:
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
     name = signal.Signals(signum).name
-    raise Interrupted(f"interrupted by {name}: the running trial is stored FAIL; run the "
-                      "same command again to continue the study")
+    message = (f"interrupted by {name}: the running trial is stored FAIL; run the same command "
+               "again to continue the study")
+    if _GATE.hold():
+        _GATE.pending = message
+        return
+    raise Interrupted(message)
 
 
 def _run_processes(cfg: StudyConfig, study_dir: Path, workers: int, bar: StudyProgress) -> None:
@@ -141,8 +184,9 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
         objective, callbacks = sh.wrap(objective), [sh, stop]
         evaluator.rungs = RungStore(study_dir / "rungs")  # a promotion continues its rung
         sh.promote(study)  # a resumed study queues what was due when it stopped
-    study.optimize(objective, timeout=cfg.timeout, catch=(Exception,), callbacks=callbacks,
-                   gc_after_trial=False)
+    with _GATE.loop():
+        study.optimize(objective, timeout=cfg.timeout, catch=(Exception,), callbacks=callbacks,
+                       gc_after_trial=False)
 
 
 def _n_complete(study: optuna.Study) -> int:
@@ -162,7 +206,8 @@ class _StopRule:
         self.failed += trial.state == TrialState.FAIL
         if self.on_trial:
             self.on_trial()
-        if store.n_claimed(study) >= self.n_trials or self.failed >= self.max_failed:
+        if (store.n_claimed(study) >= self.n_trials or self.failed >= self.max_failed
+                or _GATE.pending is not None):  # a held signal: no trial after this one
             study.stop()
 
 
@@ -171,7 +216,8 @@ def make_objective(evaluator: Evaluator, study_dir: Path, worker: int = 0):  # n
 
     def objective(trial: optuna.Trial, budget: float | None = None) -> tuple[float, ...]:
         try:
-            return _evaluate(evaluator, study_dir, worker, trial, budget)
+            with _GATE.trial():
+                return _evaluate(evaluator, study_dir, worker, trial, budget)
         except Interrupted as err:  # Optuna stores the trial FAIL and re-raises
             trial.set_user_attr("fail_reason", str(err).split(":")[0])
             raise
