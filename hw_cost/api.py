@@ -20,7 +20,7 @@ from torch import nn
 from hw_cost.analog_cost import analog_cost, figures_for, flat_analog
 from hw_cost.backends import fingerprint_hash, get_backend
 from hw_cost.cache import CostCache, CostKey
-from hw_cost.estimate_cache import estimate_fields, estimate_key, split_estimate, stored_estimate
+from hw_cost.estimate_cache import estimate_fields, estimate_parts, split_estimate, stored_estimate
 from hw_cost.latency import StopRule, measure_latency
 from hw_cost.options import Target, validate
 from hw_cost.roofline import get_ceilings, roofline_point
@@ -146,7 +146,7 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
             max_seconds=max_seconds, min_seconds=min_seconds, rule=rule, clock=clock, form=form,
             tf32=tf32)
     estimate = stored_estimate(
-        store, estimate_key(space, arch, target.input_shape, num_classes, **analog_kw),
+        store, estimate_parts(space, arch, target.input_shape, num_classes, **analog_kw),
         lambda: _estimate(build, target.input_shape, timing.get("macs"), batch_size, analog_kw),
         fresh=fresh)
     return {**timing, **estimate_fields(estimate), "cached": cached}

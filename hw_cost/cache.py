@@ -179,14 +179,25 @@ class CostCache:
         """Write every cost row, value flattened into columns, to ``.csv`` or ``.parquet``."""
         import pandas as pd
 
-        path = Path(path)
-        if path.suffix not in (".csv", ".parquet"):
-            raise ConfigError.one("export path", "must end in .csv or .parquet", str(path),
-                                  "name the file e.g. costs.parquet")
+        path = export_path(path)
         rows = self.rows()
         records = [{**{k: r[k] for k in _COLUMNS}, "options": _dumps(r["options"]),
                     "updated": r["updated"], **r["value"]} for r in rows]
         flat = pd.json_normalize(records, sep=".") if records else pd.DataFrame(columns=_COLUMNS)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        flat.to_csv(path, index=False) if path.suffix == ".csv" else flat.to_parquet(path)
-        return len(flat)
+        return write_table(flat, path)
+
+
+def export_path(path: str | os.PathLike) -> Path:
+    """An export target, checked: ``.csv`` or ``.parquet``."""
+    path = Path(path)
+    if path.suffix not in (".csv", ".parquet"):
+        raise ConfigError.one("export path", "must end in .csv or .parquet", str(path),
+                              "name the file e.g. costs.parquet")
+    return path
+
+
+def write_table(flat: object, path: Path) -> int:
+    """Write a pandas DataFrame to ``path`` (``export_path``); returns its rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flat.to_csv(path, index=False) if path.suffix == ".csv" else flat.to_parquet(path)
+    return len(flat)

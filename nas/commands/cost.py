@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from hwnas.common.errors import ConfigError
 
@@ -232,7 +233,14 @@ def cmd_cache(ns: argparse.Namespace) -> int:
     if not ns.path:
         raise ConfigError.one("cache export", "needs a target file", None,
                               "run: hwnas cost cache export costs.parquet")
-    print(f"exported {cache.export(ns.path)} rows to {ns.path}")
+    from hw_cost.estimate_cache import export_estimates
+
+    # timings and analog estimates are keyed apart (one timing serves every hardware model),
+    # so they go to two tables: PATH, and PATH's name with .estimates before the suffix
+    target = Path(ns.path)
+    beside = target.with_name(f"{target.stem}.estimates{target.suffix}")
+    print(f"exported {cache.export(target)} rows to {target} and "
+          f"{export_estimates(cache, beside)} analog estimates to {beside}")
     return 0
 
 

@@ -89,9 +89,17 @@ def trial_line(trial: FrozenTrial, keys: list[str], elapsed_s: float, done: int,
     if trial.state == TrialState.COMPLETE and not ok:  # a budget violated
         state += " infeasible"
     parts = [f"trial {trial.number}", state, str(trial.user_attrs.get("arch", "?"))]
+    prior = trial.user_attrs.get("prior")
+    if prior is not None:
+        # a free rung-0 result: its trained objectives hold the prior, which is no accuracy
+        score = trial.user_attrs.get("prior_score", float("nan"))
+        parts.append(f"rung 0 prior {prior}={score:.4g}")
+        keys = [k for k in keys if k in trial.user_attrs and k != "prior_score"]
     if trial.values is not None and len(keys) == len(trial.values):
         # an infeasible trial shows what it measured; a budget's placeholders are not values
         parts += [_value(trial, k, v) for k, v in measured(trial, keys).items()]
+    elif prior is not None:
+        parts += [_value(trial, k, trial.user_attrs[k]) for k in keys]
     if trial.state == TrialState.FAIL:
         reason = str(trial.user_attrs.get("fail_reason") or "no reason recorded")
         parts.append(f"reason: {reason.splitlines()[0][:200]}")

@@ -74,10 +74,18 @@ def test_data_option_takes_shape_and_classes(capsys, db):
 def test_cache_export(capsys, db, tmp_path):
     _run(capsys, "resnet", ARCH, "--input-shape", "1,8,8", "--max-seconds", "0.2",
          "--cache", db)
+    _run(capsys, "resnet", ARCH, "--input-shape", "1,8,8", "--max-seconds", "0.2",
+         "--cache", db, "--hw", "pcm_hermes")  # the same timing, a second model's estimate
     target = tmp_path / "out.csv"
     code, out, _ = _run(capsys, "cache", "export", str(target), "--cache", db)
-    assert code == 0 and "exported 1 rows" in out
+    assert code == 0 and "exported 1 rows" in out and "2 analog estimates" in out
     assert pd.read_csv(target)["arch"].tolist() == [ARCH]
+    est = pd.read_csv(tmp_path / "out.estimates.csv")
+    # each row says which arch and hardware model it prices, and carries its figures
+    assert est["arch"].tolist() == [ARCH, ARCH]
+    assert sorted(est["hw"].fillna("(default)")) == ["(default)", "pcm_hermes"]
+    assert est.set_index("hw")["read_mode"].get("pcm_hermes") == "one_phase"
+    assert (est["energy_uj"] > 0).all() and est["key"].is_unique
 
 
 def test_roofline_prints_the_ceilings_and_caches_them(capsys, db):

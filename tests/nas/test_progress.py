@@ -79,3 +79,13 @@ def test_modes() -> None:
     assert resolve_mode(False) == "off" and resolve_mode("lines", Tty()) == "lines"
     with pytest.raises(ConfigError, match="auto, bar, lines or off"):
         resolve_mode("loud")
+
+
+def test_a_rung_zero_line_names_its_prior_and_shows_no_accuracy() -> None:
+    # a free rung 0 stores the prior where the accuracy objective goes: the line must not
+    # present it as an accuracy
+    trial = _trial(prior="synflow", prior_score=22.3, latency_ms=3.032, feasible=True,
+                   info={"rung": "rung 0 (prior)", "prior": "synflow"})
+    line = trial_line(trial, ["acc_pcm@1d", "latency_ms"], 1.0, 1, 24)
+    assert "rung 0 prior synflow=22.3" in line and "latency_ms=3.032" in line
+    assert "acc_pcm@1d=" not in line
