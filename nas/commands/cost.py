@@ -3,7 +3,8 @@
     hwnas cost SPACE ARCH [--device cpu|cuda] [--batch 1] [--dtype fp32] [--data NAME |
                           --input-shape 1,28,28] [--threads 1] [--no-cache] [--json]
                           [--form eager|compile|int8|fp16|bf16] [--profile [TRACE.json]]
-    hwnas cost cache {stats,export PATH}
+    hwnas cost cache {stats,export PATH}   (export: PATH, and the analog estimates in
+                                            PATH with .estimates before its suffix)
     hwnas cost roofline [--device cpu] [--dtype fp32] [--remeasure]
     hwnas cost build-lut SPACE [--device cpu] [-n 20]
     hwnas cost eval-predictor SPACE [--measure N] [--holdout 0.5] [--regressor ridge]
@@ -101,7 +102,8 @@ def _sub_parser() -> argparse.ArgumentParser:
     cmds = p.add_subparsers(dest="cost_command", required=True, metavar="SUBCOMMAND")
     cache = cmds.add_parser("cache", help="the cost cache: stats or export")
     cache.add_argument("action", choices=("stats", "export"))
-    cache.add_argument("path", nargs="?", help="export file (.csv or .parquet)")
+    cache.add_argument("path", nargs="?", help="export file (.csv or .parquet); the analog "
+                       "estimates go beside it, named with .estimates before the suffix")
     cache.add_argument("--cache", default=None, metavar="PATH", help="cost cache file")
     cache.set_defaults(handler=cmd_cache)
     roof = cmds.add_parser("roofline", help="measure (once) and show the device ceilings")
