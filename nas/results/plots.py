@@ -74,7 +74,9 @@ def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> Figure:
             ax.axvline(b.max, ls="--", c="0.3", lw=1, label=f"budget {b.describe()}")
     ax.set_xlabel(x_obj.label)
     ax.set_ylabel(y_obj.label)
-    ax.set_title(f"{cfg.name}: Pareto front ({len(front.trials)} of {len(ok)} feasible trials)")
+    trained = [t for t in ok if "prior" not in t.user_attrs]  # not the free rung 0
+    ax.set_title(f"{cfg.name}: Pareto front ({len(front.trials)} of {len(trained)} feasible "
+                 "trials)")
     ax.grid(alpha=0.3)
     # below the axes: inside, its seven entries hid the points of one corner (the over-budget
     # marks at the budget's far side)

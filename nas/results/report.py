@@ -97,7 +97,8 @@ def _header(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
     items = {
         "space": cfg.space, "data": cfg.data.name, "objectives": objs, "budgets": budgets,
         "sampler": cfg.sampler.name, "trials": ", ".join(f"{k} {v}" for k, v in states.items()),
-        "feasible complete": front.n_feasible, "front size": len(front.trials),
+        "feasible complete": front.n_feasible, **_free_rung(study),
+        "front size": len(front.trials),
         "hypervolume": f"{front.hypervolume:.6g} (reference {ref})",
         "report device": prov["device"], "git": prov["git"], "generated (UTC)": prov["time_utc"],
         "versions": ", ".join(f"{k} {v}" for k, v in prov["versions"].items()),
@@ -106,6 +107,17 @@ def _header(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
                    for k, v in items.items())
     desc = f"<p>{html.escape(cfg.description)}</p>" if cfg.description else ""
     return f"<h1>Study {html.escape(cfg.name)}</h1>{desc}<table class='meta'>{rows}</table>"
+
+
+def _free_rung(study: Any) -> dict[str, str]:
+    """The header's line for a free rung 0 (``schedule.prior``), when the study has one."""
+    free = [t for t in study.get_trials(deepcopy=False) if "prior" in t.user_attrs]
+    if not free:
+        return {}
+    over = sum(1 for t in free if t.user_attrs.get("feasible") is False)
+    return {"rung 0 (free prior)": f"{len(free)} candidates scored by "
+            f"{free[0].user_attrs['prior']} without training ({over} over a budget); "
+            "not in the front or the counts above"}
 
 
 _CSS = """body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;
@@ -127,6 +139,10 @@ def write_report(study_dir: str | Path) -> Path:
                      "objective pairs"))
     on_front = {t.number for t in front.trials}
     frame.insert(2, "front", frame["number"].isin(on_front))
+    # successive halving: which rung each result is, and a free rung 0's prior, up front
+    ahead = [c for c in ("rung", "prior", "prior_score") if c in frame.columns]
+    frame = frame[[*frame.columns[:4], *ahead, *(c for c in frame.columns[4:]
+                                               if c not in ahead)]]
     parts = [_header(cfg, study, front), "<h2>Figures</h2>",
              *[_img(b, alt) for b, alt in figs],
              "<h2>Pareto front</h2>", _table(_front_frame(cfg, front, study_dir)),

@@ -266,8 +266,13 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
                                "feasible": feasible(t) if t.state == TrialState.COMPLETE else None,
                                "duration_s": t.duration.total_seconds() if t.duration else None,
                                "fail_reason": t.user_attrs.get("fail_reason")}
+        free = "prior" in t.user_attrs  # a free rung-0 result (nas.search.prior_rung)
         for key, value in zip(keys, t.values or [math.nan] * len(keys), strict=True):
-            row[f"objective:{key}"] = value
+            # its trained objectives hold the prior, which is no accuracy: left empty here,
+            # the prior goes to its own columns
+            row[f"objective:{key}"] = math.nan if free and key not in t.user_attrs else value
+        if free:
+            row["prior"] = t.user_attrs["prior"]
         row.update({k: v for k, v in t.user_attrs.items()
                     if isinstance(v, int | float) and not isinstance(v, bool)})
         rows.append(row)

@@ -142,6 +142,17 @@ def test_live_study_trains_only_promoted_and_fronts_trained_results(
     front = summary.front(cfg, study)
     assert {t.number for t in front.trials} <= {t.number for t in trained}
     assert not {t.number for t in front.lower} & {t.number for t in priors}
+    # the trials table and the report never show a prior as an accuracy
+    from nas.results.report import write_report
+    from nas.study.store import trials_frame
+
+    frame = trials_frame(study).set_index("number")
+    free = frame.loc[[t.number for t in priors]]
+    assert free["objective:acc_pcm@1d"].isna().all() and (free["prior"] == "synflow").all()
+    assert free["prior_score"].notna().all() and free["objective:latency_ms"].notna().all()
+    assert frame.loc[[t.number for t in trained], "objective:acc_pcm@1d"].between(0, 1).all()
+    page = write_report(study_dir).read_text()
+    assert f"{len(priors)} candidates scored by synflow without training" in page
 
 
 # -- bad options: clear errors before the first trial --------------------------------------------
