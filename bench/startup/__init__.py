@@ -1,0 +1,1 @@
+"""Process start-up: what importing the stack costs a new process."""
