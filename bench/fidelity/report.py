@@ -336,8 +336,11 @@ def _same_archs(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
     keep = scores[scores.arch.isin(held) & scores.recipe.isin(MAIN_RECIPES)]
     base = baselines[baselines.arch.isin(held)] if baselines is not None else None
     table = rows(truth[truth.arch.isin(held)], keep, bootstrap, timing, base)
-    return (f"\n\nThe same measures on the same {len(held)} archs: those `{recipe}` scored "
-            f"under seeds {', '.join(map(str, seeds))} (the comparison to read):\n\n"
+    inside = len(reference(truth[truth.arch.isin(held)], base if base is not None
+                           else pd.DataFrame(columns=["arch", "latency_ms"])))
+    return (f"\n\nThe same measures on the same archs: the {len(held)} that `{recipe}` scored "
+            f"under seeds {', '.join(map(str, seeds))}, {inside} of them inside the "
+            f"{BUDGET_MS:g} ms budget (the comparison to read):\n\n"
             + markdown(table))
 
 
