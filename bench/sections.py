@@ -52,8 +52,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("search_conditional", ("python -m bench.search.conditional",), optional=True),
     Section("sh_equal_time", ("python -m bench.search.sh_equal_time",),
             "the text around the marked block (arms, reading, load, device); the block is "
-            "rendered by --render from sh_equal_time.json, reconstructed from the recorded "
-            "run on a loaded host"),
+            "rendered by --render from sh_equal_time.json"),
     Section("startup_imports", ("python -m bench.startup.imports",)),
     Section("nas_ray_overhead", ("python -m bench.ray.overhead",), reading=True),
     Section("finalize", ("python -m bench.train.distill", "python -m bench.train.prune_latency",

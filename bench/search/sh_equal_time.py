@@ -3,10 +3,15 @@
 Each seed runs two arms of ``studies/quickstart.yaml`` one after the other in this process,
 with one training thread and a cold cost cache per arm:
 
-* ``plain``: the quickstart as shipped, stopped by ``timeout`` (``--seconds``);
+* ``plain``: the quickstart without a schedule (every candidate trained at the full budget),
+  stopped by ``timeout`` (``--seconds``);
 * ``sh``: the same with ``schedule: {type: sh, eta: 3, resource: epochs, min_budget: 1/3,
   max_budget: 3}`` (rungs 1/3, 1 and 3 epochs, promotions continue their rung), given the plain
-  arm's measured wall time as its ``timeout``, so both arms get the same wall time.
+  arm's measured wall time as its ``timeout``, so both arms get the same wall time;
+* ``prior``: a free rung 0 below one trained rung (``schedule: {type: sh, prior: synflow,
+  eta: 3, min_budget: 3, max_budget: 3}``): every candidate gets its latency measured and its
+  SynFlow score at initialisation, and the best third by (SynFlow, latency) is trained at the
+  full budget; again the plain arm's wall time as its ``timeout``.
 
 Each arm's front (feasible trials at the highest rung reached) is then scored at the full
 budget with the shipped recipe and the run's seed (the truth); its latency stays what the arm
@@ -14,7 +19,7 @@ measured, and the hypervolume of the truth-scored front uses one reference (accu
 latency 5 ms, the quickstart's budget). The runs go to ``--json`` after each seed and the
 results table to the marked block of ``--md``:
 
-    OMP_NUM_THREADS=1 python -m bench.search.sh_equal_time --seconds 240 --seeds 0,1,2 \\
+    OMP_NUM_THREADS=1 python -m bench.search.sh_equal_time --seconds 300 --seeds 0,1,2 \\
         --out-dir /tmp/sh_equal_time
     python -m bench.search.sh_equal_time --render   # only rewrite the table from --json
 """
@@ -42,6 +47,7 @@ from hwnas.common.provenance import provenance
 from nas.algorithms.pareto import hypervolume, pareto_mask
 from nas.scoring.evaluate import Evaluator
 from nas.search import optuna_driver
+from nas.search.prior_rung import is_prior
 from nas.search.schedule import highest_rung
 from nas.study import store
 from nas.study.config import load_study
@@ -49,10 +55,14 @@ from nas.study.config import load_study
 STUDY = "quickstart"
 SCHEDULE = {"type": "sh", "eta": 3, "resource": "epochs", "min_budget": 1 / 3, "max_budget": 3}
 TOP_RUNG = 2  # rungs 1/3, 1 and 3 epochs: rung 2 is the full budget
+PRIOR = {"type": "sh", "prior": "synflow", "eta": 3, "resource": "epochs", "min_budget": 3,
+         "max_budget": 3}
+# arm -> (schedule, the rung whose results are full-budget ones; None: every trial's)
+ARMS: dict[str, tuple[dict[str, Any], int | None]] = {
+    "plain": ({"type": "none"}, None), "sh": (SCHEDULE, TOP_RUNG), "prior": (PRIOR, 1)}
 ONE_THREAD = {"train.threads": 1}  # the host is shared; one thread keeps arms comparable
 DIRS = ["maximize", "minimize"]  # accuracy, latency
 REFERENCE = [0.0, 5.0]  # accuracy 0, the quickstart's 5 ms latency budget
-METRIC = "acc_pcm@1d"
 BLOCK = "sh_equal_time"  # the marked block of the results file this script rewrites
 JSON_OUT = RESULTS / "sh_equal_time.json"
 MD_OUT = RESULTS / "sh_equal_time.md"
@@ -66,9 +76,16 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     help="scratch folder for the studies and cost caches (a rerun resumes)")
     ap.add_argument("--json", type=Path, default=JSON_OUT, help="the result file")
     ap.add_argument("--md", type=Path, default=MD_OUT, help="the results markdown")
+    ap.add_argument("--arms", default="plain,sh,prior",
+                    help=f"comma-separated, from {', '.join(ARMS)}; plain runs first")
     ap.add_argument("--render", action="store_true", help="only rewrite --md from --json")
     args = ap.parse_args(argv)
     args.seeds = _seeds(args.seeds)
+    args.arms = [a for a in args.arms.split(",") if a]
+    if "plain" not in args.arms or not set(args.arms) <= set(ARMS):
+        raise ConfigError.one("--arms", f"arms come from {list(ARMS)} and include plain (its "
+                              "wall time is the others' timeout)", ",".join(args.arms),
+                              "pass e.g. --arms plain,prior")
     if args.seconds <= 0:
         raise ConfigError.one("--seconds", "the plain arm's timeout must be positive",
                               args.seconds, "pass e.g. --seconds 240")
@@ -102,9 +119,12 @@ def _rung(t: FrozenTrial) -> int:
     return int(t.user_attrs.get("rung", 0))  # plain search's trials carry no rung
 
 
-def summarise(name: str, seed: int, done: Sequence[FrozenTrial], scheduled: bool,
-              wall: float) -> dict[str, Any]:
-    """One arm's counts and front from its COMPLETE trials."""
+def summarise(name: str, seed: int, done: Sequence[FrozenTrial], wall: float) -> dict[str, Any]:
+    """One arm's counts and front from its COMPLETE trials (a free rung 0 is counted as
+    looked at, never as trained)."""
+    looked = {t.user_attrs["arch"] for t in done if is_prior(t)}
+    done = [t for t in done if not is_prior(t)]
+    top_rung = ARMS[name][1]
     ok = [t for t in highest_rung(done) if t.user_attrs.get("feasible")]
     top = max((_rung(t) for t in ok), default=0)
     best = front([t for t in ok if _rung(t) == top])
@@ -115,7 +135,8 @@ def summarise(name: str, seed: int, done: Sequence[FrozenTrial], scheduled: bool
     feasible = [t for t in done if t.user_attrs.get("feasible")]
     return {
         "arm": name, "seed": seed, "wall_s": wall, "evaluations": len(done),
-        "candidates": len({t.user_attrs["arch"] for t in done}),
+        "candidates": len({t.user_attrs["arch"] for t in done} | looked),
+        "rung0_free": len(looked),
         "trained": len({t.user_attrs["arch"] for t in feasible}),
         "train_s": sum(t.user_attrs.get("train_seconds", 0.0) for t in done),
         "feasible_by_rung": by_rung, "front_rung": top,
@@ -126,19 +147,17 @@ def summarise(name: str, seed: int, done: Sequence[FrozenTrial], scheduled: bool
         # seed (the top rung's weights equal plain training's: tests/nas/test_sh_continuation),
         # so these results are the truth already and need no re-training.
         "full": {t.user_attrs["arch"]: t.values[0] for t in feasible
-                 if not scheduled or _rung(t) == TOP_RUNG},
+                 if top_rung is None or _rung(t) == top_rung},
     }
 
 
-def run_arm(name: str, seed: int, scheduled: bool, seconds: float,
-            scratch: Path) -> dict[str, Any]:
+def run_arm(name: str, seed: int, seconds: float, scratch: Path) -> dict[str, Any]:
     """Run (or reopen, when its folder holds a finished study) one arm and summarise it."""
     over: dict[str, Any] = {"name": f"qs_{name}_{seed}", "seed": seed, "n_trials": 100000,
                             "timeout": seconds,
                             "latency.cache": str(scratch / f"costs_{name}_{seed}.db"),
                             **ONE_THREAD}
-    if scheduled:
-        over["schedule"] = SCHEDULE
+    over["schedule"] = ARMS[name][0]  # explicit, whatever the shipped study schedules
     cfg = load_study(STUDY, over)
     study_dir = store.prepare_dir(cfg, scratch)
     if (study_dir / "trials.parquet").exists():
@@ -149,7 +168,7 @@ def run_arm(name: str, seed: int, scheduled: bool, seconds: float,
         study = optuna_driver.run(cfg, study_dir, workers=1, progress=False)
         wall = time.perf_counter() - t0
     done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    return summarise(name, seed, done, scheduled, wall)
+    return summarise(name, seed, done, wall)
 
 
 def _trials_wall(trials: Sequence[FrozenTrial]) -> float:
@@ -165,18 +184,21 @@ def rescore(archs: Sequence[str], seed: int, cache: dict[tuple[str, int], float]
     missing = [a for a in archs if (a, seed) not in cache]
     if not missing:
         return
-    ev = Evaluator(load_study(STUDY, {"seed": seed, **ONE_THREAD,
-                                      "latency.cache": str(scratch / "costs_rescore.db")}))
+    cfg = load_study(STUDY, {"seed": seed, **ONE_THREAD,
+                             "latency.cache": str(scratch / "costs_rescore.db")})
+    metric = cfg.objectives_resolved()[0].key  # the study's accuracy objective
+    ev = Evaluator(cfg)
     ev.prepare()
     for a in missing:
-        cache[(a, seed)] = ev.evaluate(a).metrics[METRIC]
+        cache[(a, seed)] = ev.evaluate(a).metrics[metric]
 
 
-def paired_run(seed: int, seconds: float, scratch: Path,
-               cache: dict[tuple[str, int], float]) -> list[dict[str, Any]]:
-    """Both arms under one seed, their fronts truth-scored."""
-    plain = run_arm("plain", seed, False, seconds, scratch)
-    arms = [plain, run_arm("sh", seed, True, plain["wall_s"], scratch)]
+def paired_run(seed: int, seconds: float, scratch: Path, cache: dict[tuple[str, int], float],
+               names: Sequence[str] = tuple(ARMS)) -> list[dict[str, Any]]:
+    """The arms under one seed (plain first: its wall time is the others' timeout), their
+    fronts truth-scored."""
+    plain = run_arm("plain", seed, seconds, scratch)
+    arms = [plain, *(run_arm(n, seed, plain["wall_s"], scratch) for n in names if n != "plain")]
     t0 = time.perf_counter()
     for arm in arms:
         cache.update({(a, seed): v for a, v in arm["full"].items()})
@@ -195,18 +217,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"command": command_line(), "seconds": args.seconds,
-                              "schedule": SCHEDULE, "reference": REFERENCE, "runs": []}
+                              "schedule": SCHEDULE, "prior_schedule": PRIOR,
+                              "reference": REFERENCE, "runs": []}
     cache: dict[tuple[str, int], float] = {}
     for seed in args.seeds:
-        result["runs"] += paired_run(seed, args.seconds, args.out_dir, cache)
+        result["runs"] += paired_run(seed, args.seconds, args.out_dir, cache, args.arms)
         result["provenance"] = provenance("cpu")
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1) + "\n")
-        print(json.dumps(result["runs"][-2:]), flush=True)
+        print(json.dumps(result["runs"][-len(args.arms):]), flush=True)
     return result
 
 
-HEAD = ["run (seed)", "arm", "wall s", "evaluations", "candidates", "trained candidates",
+HEAD = ["run (seed)", "arm", "wall s", "evaluations", "candidates (free rung 0)",
+        "trained candidates",
         "feasible evaluations by rung", "training s", "front (rung)", "front acc as searched",
         "front acc, truth", "HV of truth-scored front"]
 
@@ -219,29 +243,38 @@ def _row(arm: dict[str, Any]) -> list[str]:
     by_rung = {int(k): v for k, v in arm["feasible_by_rung"].items()}  # JSON keys are strings
     if arm["arm"] == "plain":
         rungs, where = f"{sum(by_rung.values())} (full budget)", "(full budget)"
+    elif arm["arm"] == "prior":
+        rungs, where = f"{sum(by_rung.values())} (full budget)", "(full budget)"
     else:
         rungs = ", ".join(f"rung {r}: {n}" for r, n in sorted(by_rung.items()))
         where = f"(rung {arm['front_rung']})"
     archs = ", ".join(f"`{a}`" for a in arm["front"])
+    free = f" ({arm['rung0_free']})" if arm.get("rung0_free") else ""
     return [str(arm["seed"]), arm["arm"], f"{arm['wall_s']:.0f}", str(arm["evaluations"]),
-            str(arm["candidates"]), str(arm["trained"]), rungs, f"{arm['train_s']:.0f}",
+            f"{arm['candidates']}{free}", str(arm["trained"]), rungs, f"{arm['train_s']:.0f}",
             f"{archs} {where}", _accs(arm["front_acc"]), _accs(arm["truth_acc"]),
             f"{arm['hv_truth']:.3f}"]
 
 
-def _pairs(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def _pairs(runs: Sequence[dict[str, Any]],
+           other: str = "sh") -> list[tuple[dict[str, Any], dict[str, Any]]]:
     by_seed: dict[int, dict[str, dict[str, Any]]] = {}
     for arm in runs:
         by_seed.setdefault(arm["seed"], {})[arm["arm"]] = arm
-    return [(arms["plain"], arms["sh"]) for arms in by_seed.values()
-            if "plain" in arms and "sh" in arms]
+    return [(arms["plain"], arms[other]) for arms in by_seed.values()
+            if "plain" in arms and other in arms]
 
 
-def _comparison(plain: dict[str, Any], sh: dict[str, Any]) -> str:
-    ratio = f"{sh['trained'] / plain['trained']:.1f}x" if plain["trained"] else "no plain"
-    return (f"Run {plain['seed']}: successive halving trained {sh['trained']} candidates "
-            f"against {plain['trained']} ({ratio}) and its truth-scored front has HV "
-            f"{sh['hv_truth']:.3f} against {plain['hv_truth']:.3f}.")
+NAMES = {"sh": "successive halving", "prior": "the free SynFlow rung 0"}
+
+
+def _comparison(plain: dict[str, Any], arm: dict[str, Any]) -> str:
+    ratio = f"{arm['trained'] / plain['trained']:.1f}x" if plain["trained"] else "no plain"
+    looked = (f" (after looking at {arm['candidates']} for free)"
+              if arm.get("rung0_free") else "")
+    return (f"Run {plain['seed']}: {NAMES[arm['arm']]} trained {arm['trained']} candidates"
+            f"{looked} against {plain['trained']} ({ratio}) and its truth-scored front has HV "
+            f"{arm['hv_truth']:.3f} against {plain['hv_truth']:.3f}.")
 
 
 def _rungs_reached(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> str:
@@ -260,7 +293,9 @@ def render(result: dict[str, Any]) -> str:
     rows = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     rows += ["| " + " | ".join(_row(arm)) + " |" for arm in result["runs"]]
     pairs = _pairs(result["runs"])
-    lines = [*rows, "", *(_comparison(p, s) for p, s in pairs), "", _rungs_reached(pairs), ""]
+    lines = [*rows, "", *(_comparison(p, a) for other in NAMES
+                          for p, a in _pairs(result["runs"], other)),
+             "", _rungs_reached(pairs), ""]
     if result.get("note"):
         lines.append(f"Source: `{result['command']}`; {result['note']}.")
     else:

@@ -139,9 +139,11 @@ def _print_front(study_dir: Path, *, robust: bool = False) -> None:
     members = [(t, ok) for t, ok in zip(front.trials, front.resolved or [None] * len(
         front.trials), strict=True) if ok or not robust]
     noisy = set(summary.noisy_keys(cfg))
+    counts = (f"{front.n_feasible} feasible of {front.n_complete - front.n_free} trained, "
+              f"{front.n_free} more looked at for free" if front.n_free else
+              f"{front.n_feasible} feasible of {front.n_complete} complete")
     table = Table(title=f"{cfg.name}: {'robust ' if robust else ''}Pareto front "
-                        f"({len(members)} models, {front.n_feasible} feasible of "
-                        f"{front.n_complete} complete)")
+                        f"({len(members)} models, {counts})")
     for col in ("trial", "arch", *front.keys, "resolved"):
         table.add_column(col, overflow="fold")
     for t, ok in members:

@@ -17,6 +17,7 @@ from nas.algorithms.pareto import (
     unresolved,
 )
 from nas.algorithms.pareto import reference_point as _reference_point
+from nas.search.prior_rung import is_prior
 from nas.search.schedule import front_pool, highest_rung
 from nas.study.config import StudyConfig
 from nas.study.store import feasible
@@ -42,6 +43,9 @@ class Front:
     lower: list[FrozenTrial] = field(default_factory=list)
     """Successive halving: archs that stopped below the front's rung and that no front member
     dominates; shown beside the front, marked with their rung, never counted in it."""
+    n_free: int = 0
+    """Archs of ``n_complete`` that stopped at a free rung 0 (``schedule.prior``): looked at,
+    never trained."""
 
 
 def completed(study: optuna.Study) -> list[FrozenTrial]:
@@ -105,7 +109,8 @@ def front(cfg: StudyConfig, study: optuna.Study) -> Front:
             seen.add(model)
             trials.append(t)
     hv = hypervolume(values, dirs, ref) if len(ok) else 0.0
-    out = Front(trials, keys, dirs, ref, hv, len(done), len(ok))
+    out = Front(trials, keys, dirs, ref, hv, len(done), len(ok),
+                n_free=sum(1 for t in done if is_prior(t)))
     out.lower = _undominated([t for t in below if feasible(t)], trials, dirs)
     _resolve(out, cfg, ok, values)
     return out

@@ -140,6 +140,8 @@ def test_live_study_trains_only_promoted_and_fronts_trained_results(
         assert study.trials[t.user_attrs["parent"]].user_attrs["prior"] == "synflow"
         assert 0 <= t.values[0] <= 1  # an accuracy, not a prior
     front = summary.front(cfg, study)
+    assert front.n_free == len({t.user_attrs["arch"] for t in priors}
+                               - {t.user_attrs["arch"] for t in trained})
     assert {t.number for t in front.trials} <= {t.number for t in trained}
     assert not {t.number for t in front.lower} & {t.number for t in priors}
     # the trials table and the report never show a prior as an accuracy
