@@ -16,8 +16,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hwnas.common.errors import ConfigError
+
+if TYPE_CHECKING:  # pandas is imported where a table is written, not by every cache reader
+    import pandas as pd
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS costs (
@@ -196,8 +200,8 @@ def export_path(path: str | os.PathLike) -> Path:
     return path
 
 
-def write_table(flat: object, path: Path) -> int:
-    """Write a pandas DataFrame to ``path`` (``export_path``); returns its rows."""
+def write_table(flat: pd.DataFrame, path: Path) -> int:
+    """Write a table to ``path`` (``export_path``); returns its rows."""
     path.parent.mkdir(parents=True, exist_ok=True)
     flat.to_csv(path, index=False) if path.suffix == ".csv" else flat.to_parquet(path)
     return len(flat)
