@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from optuna.trial import TrialState
 
 from nas.results.summary import Front, completed
+from nas.search.prior_rung import is_prior
 from nas.study.config import StudyConfig
 from nas.study.objectives import Objective
 from nas.study.store import feasible
@@ -74,7 +75,7 @@ def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> Figure:
             ax.axvline(b.max, ls="--", c="0.3", lw=1, label=f"budget {b.describe()}")
     ax.set_xlabel(x_obj.label)
     ax.set_ylabel(y_obj.label)
-    trained = [t for t in ok if "prior" not in t.user_attrs]  # not the free rung 0
+    trained = [t for t in ok if not is_prior(t)]  # not the free rung 0
     ax.set_title(f"{cfg.name}: Pareto front ({len(front.trials)} of {len(trained)} feasible "
                  "trials)")
     ax.grid(alpha=0.3)

@@ -22,6 +22,7 @@ from hwnas.common.provenance import provenance
 from nas.results import summary
 from nas.results.export import arch_dirname
 from nas.results.plots import hv_figure, pairs_figure, pareto_figure
+from nas.search.prior_rung import is_prior
 from nas.study import store
 from nas.study.config import StudyConfig
 from nas.study.schedule import rung_budgets
@@ -111,7 +112,7 @@ def _header(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
 
 def _free_rung(study: Any) -> dict[str, str]:
     """The header's line for a free rung 0 (``schedule.prior``), when the study has one."""
-    free = [t for t in study.get_trials(deepcopy=False) if "prior" in t.user_attrs]
+    free = [t for t in study.get_trials(deepcopy=False) if is_prior(t)]
     if not free:
         return {}
     over = sum(1 for t in free if t.user_attrs.get("feasible") is False)
