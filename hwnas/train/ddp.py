@@ -23,6 +23,7 @@ one process here takes exactly the steps ``fit`` takes.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
 import json
 import math
@@ -374,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Train one DDPJob (alone or under torchrun).")
     parser.add_argument("--job", required=True, help="DDPJob JSON file")
     job = DDPJob.load(parser.parse_args(argv).job)
+    faulthandler.enable()  # a rank that crashes in C++ (gloo, NCCL) still prints its Python stack
     d = setup(job)
     (Path(job.out_dir) / "pids").mkdir(parents=True, exist_ok=True)
     (Path(job.out_dir) / "pids" / f"rank{d.rank}").write_text(str(os.getpid()))
@@ -385,5 +387,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _exit_without_teardown(code: int) -> None:
+    """Leave at once once the work is saved: at interpreter teardown a C++ thread left joinable
+    (seen under load on CPU ranks, gloo) aborts a finished rank with SIGABRT, which torchrun then
+    reports as a failed job. Nothing of the job is left to run by then."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_without_teardown(main())
