@@ -170,7 +170,7 @@ def _front(archs: list[str], surrogate: Surrogate) -> np.ndarray:
     return vals[pareto_mask(vals, DIRS)]
 
 
-def measure(samplers: list[str], seeds: int, budgets: list[int], surrogate: Surrogate,
+def measure(samplers: list[str], seeds: range, budgets: list[int], surrogate: Surrogate,
             raw: dict, save: Callable[[], None]) -> None:
     """Every search's evaluated archs into ``raw["runs"]`` ({sampler: {budget: {seed: archs}}})
     and its wall time into ``raw["seconds"]``, saved after each search (a long sampler can be
@@ -180,7 +180,7 @@ def measure(samplers: list[str], seeds: int, budgets: list[int], surrogate: Surr
     for name in samplers:
         secs[name] = []
         for budget in budgets if name == "nsga2" else [max(budgets)]:
-            for seed in range(seeds):
+            for seed in seeds:
                 t0 = time.perf_counter()
                 archs = run_search(name, seed, budget, surrogate)
                 secs[name].append(time.perf_counter() - t0)
@@ -205,8 +205,7 @@ def report(raw: dict, surrogate: Surrogate) -> str:
         "accuracy and the largest log params among them. Median [p25, p75] over "
         "seeds (n per cell); p: two-sided Mann-Whitney U against `default`. NSGA-II's "
         "population is a tenth of the budget. s/search: median wall time of one search at "
-        "the sampler's largest budget (GPSampler ran at 100 only: hundreds of seconds per "
-        "100-trial search here).", "",
+        "the sampler's largest budget.", "",
         "| sampler | " + " | ".join(f"HV@{b} | p@{b}" for b in budgets) + " | s/search |",
         "|---|" + "---|---|" * len(budgets) + "---|"]
     for name, by_budget in shares["hv"].items():
@@ -232,6 +231,9 @@ def report(raw: dict, surrogate: Surrogate) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds run are first-seed .. first-seed+seeds-1 (more seeds of a slow "
+                         "sampler in another process, merged by --raw)")
     ap.add_argument("--budgets", default="100,300")
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
     ap.add_argument("--raw", type=Path, nargs="+", default=[RAW],
@@ -244,7 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     if not args.report:
         raw = {"command": command_line(), "seeds": args.seeds, "loo_tau": loo_tau()}
         budgets = [int(b) for b in args.budgets.split(",")]
-        measure(args.samplers.split(","), args.seeds, budgets, surrogate, raw,
+        seeds = range(args.first_seed, args.first_seed + args.seeds)
+        measure(args.samplers.split(","), seeds, budgets, surrogate, raw,
                 lambda: args.raw[0].write_text(json.dumps(raw)))
     text = report(merge([json.loads(p.read_text()) for p in args.raw if p.exists()]),
                   surrogate)
@@ -256,9 +259,12 @@ def merge(raws: list[dict]) -> dict:
     """One raw from several processes' (their samplers side by side, their commands listed)."""
     out: dict = {"runs": {}, "seconds": {}, "command": "`; `".join(r["command"] for r in raws),
                  "seeds": max(r["seeds"] for r in raws), "loo_tau": raws[0]["loo_tau"]}
-    for r in raws:
-        out["runs"] |= r["runs"]
-        out["seconds"] |= r["seconds"]
+    for r in raws:  # per seed: one sampler's seeds may come from several processes
+        for name, by_budget in r["runs"].items():
+            for budget, by_seed in by_budget.items():
+                out["runs"].setdefault(name, {}).setdefault(budget, {}).update(by_seed)
+        for name, secs in r["seconds"].items():
+            out["seconds"].setdefault(name, []).extend(secs)
     return out
 
 

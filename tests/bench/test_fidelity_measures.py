@@ -73,3 +73,19 @@ def test_top_overlap_and_degenerate_tau() -> None:
     assert fm.top_overlap(np.arange(10), np.arange(10)) == 5
     assert fm.top_overlap(np.arange(10), -np.arange(10)) == 0
     assert np.isnan(fm.tau([1, 1, 1], [1, 2, 3]))
+
+
+def test_the_ceiling_of_the_equal_cost_measures_falls_below_taus() -> None:
+    # A truth mostly set by size: noise the size of the within-size signal leaves raw tau high
+    # and cuts the residual ranking; without noise either measure reaches 1.
+    rng = np.random.default_rng(0)
+    params = np.exp(np.linspace(10, 14, 24))
+    truth = 0.02 * np.log(params) + rng.normal(0, 0.005, 24)
+
+    def res(s, t):  # noqa: ANN001, ANN202
+        return fm.residual_tau(s, t, params)
+
+    assert fm.tau_ceiling(truth, 0.0, n=20, measure=res) == (1.0, 1.0)
+    raw, _ = fm.tau_ceiling(truth, 0.005, n=300)
+    residual, low = fm.tau_ceiling(truth, 0.005, n=300, measure=res)
+    assert low < residual < raw - 0.2

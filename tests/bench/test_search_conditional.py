@@ -57,3 +57,13 @@ def test_merge_puts_the_processes_samplers_side_by_side() -> None:
     merged = bench.merge([a, b])
     assert set(merged["runs"]) == {"default", "gp"} and merged["seeds"] == 10
     assert np.isclose(merged["seconds"]["gp"][0], 9.0)
+
+
+def test_merge_joins_one_samplers_seeds_from_two_processes() -> None:
+    a = {"runs": {"gp": {"300": {"0": ["x"], "1": ["y"]}}}, "seconds": {"gp": [1.0, 2.0]},
+         "command": "a", "seeds": 2, "loo_tau": 0.8}
+    b = {"runs": {"gp": {"300": {"2": ["z"]}}}, "seconds": {"gp": [3.0]}, "command": "b",
+         "seeds": 1, "loo_tau": 0.8}
+    merged = bench.merge([a, b])
+    assert merged["runs"]["gp"]["300"] == {"0": ["x"], "1": ["y"], "2": ["z"]}
+    assert merged["seconds"]["gp"] == [1.0, 2.0, 3.0]
