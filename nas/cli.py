@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import warnings
 
@@ -61,4 +62,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if "RANK" in os.environ:  # a torchrun rank (``supernet train --nproc``): see exit_rank
+        from hwnas.train.ddp import exit_rank
+
+        exit_rank(code)
+    sys.exit(code)

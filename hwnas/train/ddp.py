@@ -33,7 +33,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import torch
 import torch.distributed as dist
@@ -387,14 +387,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _exit_without_teardown(code: int) -> None:
-    """Leave at once once the work is saved: at interpreter teardown a C++ thread left joinable
-    (seen under load on CPU ranks, gloo) aborts a finished rank with SIGABRT, which torchrun then
-    reports as a failed job. Nothing of the job is left to run by then."""
+def exit_rank(code: int) -> NoReturn:
+    """End a torchrun rank whose work is saved: leave the process group, then exit without
+    interpreter teardown. At teardown a C++ thread left joinable (seen under load on CPU ranks,
+    gloo) aborts a finished rank with SIGABRT, which torchrun reports as a failed job."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
 
 
 if __name__ == "__main__":
-    _exit_without_teardown(main())
+    exit_rank(main())
