@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     code = main()
     if "RANK" in os.environ:  # a torchrun rank (``supernet train --nproc``): see exit_rank
+        # imported here, not at the top: the CLI loads torch only for commands that use it
         from hwnas.train.ddp import exit_rank
 
         exit_rank(code)

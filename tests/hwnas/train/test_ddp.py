@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +169,15 @@ def test_cuda_without_a_gpu_fails_before_joining(monkeypatch):
                         lambda **kw: pytest.fail("joined a process group before the check"))
     with pytest.raises(ConfigError, match="fit.device: CUDA asked on a CPU machine"):
         ddp.join_group("cuda")
+
+
+def test_a_rank_exits_with_its_code_and_its_output_flushed(tmp_path: Path) -> None:
+    # exit_rank skips interpreter teardown (os._exit), which also skips flushing: a rank's last
+    # piped lines (its summary, torchrun's log) must still arrive, and the code must be its own.
+    code = ("import sys; from hwnas.train.ddp import exit_rank; print('summary'); "
+            "print('warning', file=sys.stderr); exit_rank(3)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # piped: buffered
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env={**env, "PYTHONPATH": str(HERE.parents[2])},
+                          check=False)
+    assert proc.returncode == 3 and proc.stdout == "summary\n" and "warning" in proc.stderr
