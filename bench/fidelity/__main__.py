@@ -24,7 +24,7 @@ import argparse
 import json
 import multiprocessing as mp
 
-from bench.fidelity import truth
+from bench.fidelity import truth, worker
 
 ARCHS = truth.DATA / "archs.json"
 DEFAULT_SPACES = "resnet:24,mbconv:12"
@@ -48,30 +48,24 @@ def truth_archs(spec: str) -> dict[str, list[str]]:
     return chosen
 
 
-def _worker(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None,
-            device: str = "cpu") -> None:
-    """Run truth units; ``spaces`` None: truth v2's plan (latency bands, second seed)."""
-    from bench.fidelity import bands
-
-    truth.DEVICE = device  # a spawned worker imports the module afresh
-    units = bands.plan_v2() if spaces is None else truth.plan(spaces)
-    truth.work(units, threads=threads, stop_after=seconds)
-
-
 def cmd_truth(args: argparse.Namespace) -> None:
     spaces = truth_archs(args.spaces) if args.plan == "v1" else None
-    seconds = args.hours * 3600 if args.hours else None
+    seconds = None if args.hours is None else args.hours * 3600  # 0: take no unit
+    failed = 0
     if args.workers == 1:
-        _worker(spaces, args.threads, seconds, args.device)
+        worker.run(spaces, args.threads, seconds, args.device)
     else:
         ctx = mp.get_context("spawn")
-        procs = [ctx.Process(target=_worker, args=(spaces, args.threads, seconds, args.device))
+        procs = [ctx.Process(target=worker.run, args=(spaces, args.threads, seconds, args.device))
                  for _ in range(args.workers)]
         for p in procs:
             p.start()
         for p in procs:
             p.join()
+        failed = sum(p.exitcode != 0 for p in procs)
     print(f"truth: {truth.write_truth()}")
+    if failed:  # the finished units are kept; the command still says the run went wrong
+        raise SystemExit(f"truth: {failed} of {args.workers} workers failed (exit codes above)")
 
 
 def cmd_bands(args: argparse.Namespace) -> None:
