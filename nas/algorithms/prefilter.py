@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from optuna.study import Study
-from optuna.trial import TrialState
 
 from hwnas.common.errors import ConfigError
 
@@ -71,14 +70,22 @@ class BudgetFilter:
         self.limits, self.static, self.cached = list(limits), static, cached
         self._history, self._rows = history, None
         self.margin = margin
+        self._keys = {limit.key for limit in self.limits}
         self.checked = self.rejected = 0
 
     def rows(self, study: Study) -> list[dict]:
-        """Measured cost dicts: the history, then the study's finished trials."""
+        """Measured cost dicts: the history, then the study's trials, one per arch.
+
+        Every trial that holds its costs counts, whatever its state: costs are measured before
+        training, so a candidate that stopped at a free rung 0, failed later or is still
+        training was measured all the same (a promotion repeats its arch's costs)."""
         if self._rows is None:
             self._rows = list(self._history()) if self._history else []
-        done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        return [*self._rows, *(t.user_attrs for t in done)]
+        mine: dict[object, dict] = {}
+        for t in study.get_trials(deepcopy=False):
+            if any(k in t.user_attrs for k in self._keys):
+                mine.setdefault(t.user_attrs.get("arch", t.number), t.user_attrs)
+        return [*self._rows, *mine.values()]
 
     def over(self, study: Study, arch: str) -> bool:
         self.checked += 1

@@ -62,12 +62,12 @@ def test_the_view_holds_one_trial_per_arch_with_its_highest_rungs_values(seed: i
     assert [t.number for t in view] == [t.number for t in real]  # every trial at its number
     kept = {t.number for t in latest_rungs(real)} | {real[-1].number}
     for r, v in zip(real, view, strict=True):  # a kept trial is a copy; any other holds its
-        if r.number in kept:                   # parameters only, as a FAIL trial
+        if r.number in kept:                   # parameters and measured costs, as a FAIL trial
             assert (v.state, v.params, v.values, v.user_attrs) == (r.state, r.params, r.values,
                                                                     r.user_attrs)
         else:
             assert (v.state, v.params, v.values, v.user_attrs, v.system_attrs) == (
-                TrialState.FAIL, r.params, None, {}, {})
+                TrialState.FAIL, r.params, None, r.user_attrs, {})
     states = [v.state for r, v in zip(real, view, strict=True) if r.state != TrialState.COMPLETE]
     assert states == [TrialState.FAIL, TrialState.FAIL, TrialState.RUNNING]  # failed, promotion
     assert mine.number == real[-1].number and mine.params == {"x": 60}
