@@ -110,8 +110,9 @@ def search(table: pd.DataFrame, sampler: str, seed: int, trials: int,
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     chosen = make_sampler(sampler, seed=seed)
-    if hasattr(chosen, "attach"):  # as the study driver does: plans and mutations from the space
-        chosen.attach(space=space)
+    if hasattr(chosen, "attach"):  # as the study driver does: plans and mutations from the
+        # space, parents weighed against the quickstart's reference (accuracy 0, the budget)
+        chosen.attach(space=space, reference=[0.0, BUDGET_MS])
     study = optuna.create_study(directions=DIRS, sampler=chosen)
     if prior:
         free = params_greedy(table, list(table.index))

@@ -80,6 +80,8 @@ def run_search(sampler: str, seed: int, n: int, table: Table, noise: float,
         obs[0] += noise * rng.standard_normal() if noise else 0.0
         return tuple(obs)
 
+    if sampler == "default":  # as a study's driver does: the front's own reference
+        options = {"reference": table.ref, **(options or {})}
     study = optuna.create_study(directions=table.dirs, sampler=make_sampler(sampler, seed=seed,
                                                                           options=options))
     study.optimize(objective, n_trials=n)

@@ -49,6 +49,9 @@ from nas.algorithms.prefilter import BudgetFilter
 PARENT_RULES = ("hvc", "uniform")
 FILTER_TRIES = 20  # proposals tried against the budget filter before one goes through anyway
 NOVEL_TRIES = 50
+# Where the parent rule's hypervolume reference lies on an objective the study gives no reference
+# for, in units of the evaluated range (0 the best value, 1 the worst): just beyond the worst.
+HVC_REF = 1.1
 
 
 class HybridSampler(BaseSampler):
@@ -61,11 +64,16 @@ class HybridSampler(BaseSampler):
         max_mutations: at most this many parameters change in one mutation (1 is most likely).
         parent: how a mutation picks its front member: ``uniform``, or ``hvc`` (in proportion to
             its exclusive hypervolume contribution, so gaps and ends of the front are filled).
+        reference: the hypervolume reference point the study's front is scored by, one value per
+            objective in its own units (None: not known, just beyond the worst evaluated value).
+            ``hvc`` weighs contributions against it, so the ends of the front get the weight the
+            study's hypervolume gives them. The study driver passes the study's own reference
+            (``pareto.reference``, a metric's natural worst such as accuracy 0, a budget's bound).
     """
 
     def __init__(self, *, seed: int | None = None, n_startup_trials: int = 10,
                  mutation_prob: float = 0.5, max_mutations: int = 1,
-                 parent: str = "hvc") -> None:
+                 parent: str = "hvc", reference: Sequence[float | None] | None = None) -> None:
         self._seed = 0 if seed is None else int(seed)
         self._n_startup = n_startup_trials
         self._p_mut = mutation_prob
@@ -74,6 +82,7 @@ class HybridSampler(BaseSampler):
                                   parent, "use 'hvc' (the default) or 'uniform'")
         self._max_mut = max(1, max_mutations)
         self._parent = parent
+        self.reference = None if reference is None else list(reference)
         self._tpe = TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True,
                                n_startup_trials=n_startup_trials)
         self._random = RandomSampler(seed=seed)
@@ -85,10 +94,14 @@ class HybridSampler(BaseSampler):
         self.parents: dict[int, int] = {}
         """The front member each mutation started from, by trial number (this process's)."""
 
-    def attach(self, *, space: Any = None, prefilter: BudgetFilter | None = None) -> None:
+    def attach(self, *, space: Any = None, prefilter: BudgetFilter | None = None,
+               reference: Sequence[float | None] | None = None) -> None:
         """Plan trials with ``space`` (a ``search_spaces.SearchSpace``: its ``sample`` and
-        ``mutate``) and drop proposals ``prefilter`` finds clearly over a budget (needs space)."""
+        ``mutate``), drop proposals ``prefilter`` finds clearly over a budget (needs space), and
+        weigh parents against the study's ``reference`` unless one was given as an option."""
         self._space, self._filter = space, prefilter
+        if self.reference is None and reference is not None:
+            self.reference = list(reference)
 
     def reseed_rng(self) -> None:
         self._tpe.reseed_rng()
@@ -140,7 +153,7 @@ class HybridSampler(BaseSampler):
     # -- planning -----------------------------------------------------------------------------
     def _pick_parent(self, study: Study, trial: FrozenTrial,
                      rng: np.random.Generator) -> FrozenTrial | None:
-        parent = _pick_parent(study, rng, self._parent)
+        parent = _pick_parent(study, rng, self._parent, self.reference)
         if parent is not None:
             self.parents[trial.number] = parent.number
         return parent
@@ -222,8 +235,8 @@ class HybridSampler(BaseSampler):
 
 
 # -- parents ---------------------------------------------------------------------------------
-def _pick_parent(study: Study, rng: np.random.Generator,
-                 rule: str = "uniform") -> FrozenTrial | None:
+def _pick_parent(study: Study, rng: np.random.Generator, rule: str = "uniform",
+                 reference: Sequence[float | None] | None = None) -> FrozenTrial | None:
     done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
             if t.values is not None]
     if not done:
@@ -238,19 +251,31 @@ def _pick_parent(study: Study, rng: np.random.Generator,
     front = [t for t, on in zip(pool, mask, strict=True) if on]
     # One objective: the front is a tie, every member contributes alike (moocore needs two).
     if rule == "hvc" and len(front) > 2 and values.shape[1] > 1:
-        return front[int(rng.choice(len(front), p=_hvc_weights(values, mask, dirs)))]
+        weights = _hvc_weights(values, mask, dirs, reference)
+        return front[int(rng.choice(len(front), p=weights))]
     return front[int(rng.integers(len(front)))]
 
 
-def _hvc_weights(values: np.ndarray, mask: np.ndarray, dirs: list[str]) -> np.ndarray:
+def _hvc_weights(values: np.ndarray, mask: np.ndarray, dirs: list[str],
+                 reference: Sequence[float | None] | None = None) -> np.ndarray:
     """Front members' exclusive hypervolume contributions as probabilities, in the units of the
     evaluated points' ranges, so no objective's scale decides (uniform if all are zero). The
-    ends of the front count through the reference just beyond the worst evaluated values."""
+    ends of the front count through the reference: the study's where given (never inside the
+    evaluated range), else ``HVC_REF`` ranges past the best value."""
     import moocore
 
     loss = to_loss(values, dirs)
     lo, hi = loss.min(axis=0), loss.max(axis=0)
-    norm = (loss[mask] - lo) / np.where(hi > lo, hi - lo, 1.0)
-    contrib = moocore.hv_contributions(norm, ref=np.full(norm.shape[1], 1.1))
+    span = np.where(hi > lo, hi - lo, 1.0)
+    norm = (loss[mask] - lo) / span
+    ref = np.full(norm.shape[1], HVC_REF)
+    if reference is not None and len(reference) != norm.shape[1]:
+        raise ConfigError.one("sampler.options.reference", "needs one value per objective",
+                              list(reference), f"give {norm.shape[1]} values (None: not known)")
+    for j, value in enumerate(reference or []):
+        if value is not None and np.isfinite(value):
+            given = -float(value) if dirs[j] == "maximize" else float(value)
+            ref[j] = max(HVC_REF, (given - lo[j]) / span[j])
+    contrib = moocore.hv_contributions(norm, ref=ref)
     total = contrib.sum()
     return contrib / total if total > 0 else np.full(len(norm), 1.0 / len(norm))

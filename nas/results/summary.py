@@ -10,7 +10,6 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nas.algorithms.pareto import (
     comparison_se,
-    explicit_reference,
     hypervolume,
     hypervolume_history,
     pareto_mask,
@@ -54,16 +53,6 @@ def completed(study: optuna.Study) -> list[FrozenTrial]:
                          if t.values is not None])
 
 
-def _budget_bound(cfg: StudyConfig, key: str, direction: str) -> float | None:
-    """A budget on the objective's metric bounds the front: the natural fixed reference."""
-    for b in cfg.budgets():
-        if b.key == key:
-            bound = b.max if direction == "minimize" else b.min
-            if bound is not None:
-                return bound
-    return None
-
-
 def reference_sources(cfg: StudyConfig) -> list[str]:
     """Where each reference coordinate comes from (printed beside the hypervolume)."""
     out = []
@@ -72,7 +61,7 @@ def reference_sources(cfg: StudyConfig) -> list[str]:
             out.append("pareto.reference")
         elif o.metric.worst is not None:
             out.append("natural worst")
-        elif _budget_bound(cfg, o.key, o.direction) is not None:
+        elif cfg.budget_bound(o.key, o.direction) is not None:
             out.append("budget")
         else:
             out.append("this run's worst + 10%: moves between runs, set pareto.reference")
@@ -82,12 +71,8 @@ def reference_sources(cfg: StudyConfig) -> list[str]:
 def reference(cfg: StudyConfig, values: np.ndarray) -> list[float]:
     """The hypervolume reference point: ``pareto.reference``, else the metric's natural worst,
     else a budget's bound, else this run's nadir (the only rule that moves between runs)."""
-    objs = cfg.objectives_resolved()
-    dirs = [o.direction for o in objs]
-    given = explicit_reference([o.key for o in objs], cfg.pareto.reference)
-    worst = [o.metric.worst if o.metric.worst is not None
-             else _budget_bound(cfg, o.key, o.direction) for o in objs]
-    return _reference_point(values, dirs, worst=worst, explicit=given).tolist()
+    dirs = [o.direction for o in cfg.objectives_resolved()]
+    return _reference_point(values, dirs, worst=cfg.fixed_reference()).tolist()
 
 
 def front(cfg: StudyConfig, study: optuna.Study) -> Front:

@@ -20,13 +20,15 @@ from search_spaces.stats import reference_stats
 
 
 def attach_sampler(sampler: Any, evaluator: Any) -> BudgetFilter | None:
-    """Give ``sampler`` the study's space and a ``BudgetFilter`` for its early budgets, when it
-    takes them (``attach``); returns the filter (None: no early budget or no ``attach``)."""
+    """Give ``sampler`` the study's space, its hypervolume reference as far as it is fixed
+    before any trial, and a ``BudgetFilter`` for its early budgets, when it takes them
+    (``attach``); returns the filter (None: no early budget or no ``attach``)."""
     if not hasattr(sampler, "attach"):
         return None
+    reference = evaluator.cfg.fixed_reference()  # the front's own, for the parent rule
     limits = [Limit(b.key, max=b.max, min=b.min) for b in evaluator.budgets if b.early]
     if not limits or evaluator.table is not None:  # a table row costs nothing to look up
-        sampler.attach(space=evaluator.space)
+        sampler.attach(space=evaluator.space, reference=reference)
         return None
     space, data, cfg = evaluator.space, evaluator.data, evaluator.cfg
     shape, classes = tuple(data.input_shape), data.num_classes
@@ -38,7 +40,7 @@ def attach_sampler(sampler: Any, evaluator: Any) -> BudgetFilter | None:
     view = _CacheView.open(cfg, space.name, shape, classes)
     prefilter = BudgetFilter(limits, static, cached=view.get if view else None,
                              history=view.history if view else None)
-    sampler.attach(space=space, prefilter=prefilter)
+    sampler.attach(space=space, prefilter=prefilter, reference=reference)
     return prefilter
 
 

@@ -243,7 +243,8 @@ class ParetoCfg(_Cfg):
         "latency_ms). Objectives left out take, in order: the metric's natural worst value "
         "(accuracy 0), the bound of a budget on the same metric (constraints), else the worst "
         "value of this run's feasible trials plus 10% of their range, which moves between runs: "
-        "set it to compare hypervolumes across runs. The printed hypervolume states the point."))
+        "set it to compare hypervolumes across runs. The printed hypervolume states the point. "
+        "The default sampler weighs its mutations' parents against the fixed part of it."))
     train_noise: dict[str, float] = Field(default_factory=dict, description=(
         "training-seed noise of each noisy objective, {objective key: SD} (e.g. acc_pcm@1d: "
         "0.012): added in quadrature to the stored SE when the front decides which members it "
@@ -364,6 +365,26 @@ class StudyConfig(_Cfg):
             m = METRICS.get(c.metric)
             hw = (c.hw or "digital") if m.uses_hw else None
             out.append(Budget(m, max=c.max, min=c.min, hw=hw, time=time_label(c.time)))
+        return out
+
+    def budget_bound(self, key: str, direction: str) -> float | None:
+        """The bound a budget on objective ``key`` sets on the worst side (None: no such)."""
+        for b in self.budgets():
+            bound = (b.max if direction == "minimize" else b.min) if b.key == key else None
+            if bound is not None:
+                return bound
+        return None
+
+    def fixed_reference(self) -> list[float | None]:
+        """The hypervolume reference fixed before any trial, one value per objective in order:
+        ``pareto.reference``, else the metric's natural worst (accuracy 0), else a budget's
+        bound; None where only the run's own values can set it (``nas.results.summary``)."""
+        out: list[float | None] = []
+        for o in self.objectives_resolved():
+            given = self.pareto.reference.get(o.key)
+            natural = o.metric.worst
+            out.append(given if given is not None else
+                       natural if natural is not None else self.budget_bound(o.key, o.direction))
         return out
 
     def search_space(self) -> SearchSpace:

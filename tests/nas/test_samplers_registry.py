@@ -73,12 +73,15 @@ def test_bad_sampler_options() -> None:
         make_sampler("default", seed=0, options={"parent": "crowding"})
 
 
-def test_hvc_weights_follow_brute_force_contributions() -> None:
+@pytest.mark.parametrize("reference", [None, [0.0, 20.0], [None, 12.0], [0.7, 5.0]])
+def test_hvc_weights_follow_brute_force_contributions(reference: list | None) -> None:
     """Each front member's weight is its share of the exclusive hypervolume contributions (the
-    hypervolume lost without it, computed one by one)."""
+    hypervolume lost without it, computed one by one), against the study's reference where
+    given (accuracy 0 is far past the evaluated range; a reference inside the range is moved
+    to just past it), else just past the worst evaluated values."""
     import numpy as np
 
-    from nas.algorithms.hybrid import _hvc_weights
+    from nas.algorithms.hybrid import HVC_REF, _hvc_weights
     from nas.algorithms.pareto import hypervolume, pareto_mask
 
     rng = np.random.default_rng(3)
@@ -89,13 +92,29 @@ def test_hvc_weights_follow_brute_force_contributions() -> None:
     norm = (values - lo) / (hi - lo)
     norm[:, 0] = 1.0 - norm[:, 0]  # accuracy to a loss, as the sampler does
     front = norm[mask]
-    ref = [1.1, 1.1]
+    given = reference or [None, None]
+    ref = [HVC_REF if given[0] is None else max(HVC_REF, (hi[0] - given[0]) / (hi[0] - lo[0])),
+           HVC_REF if given[1] is None else max(HVC_REF, (given[1] - lo[1]) / (hi[1] - lo[1]))]
     whole = hypervolume(front, ["minimize"] * 2, ref)
     lost = np.array([whole - hypervolume(np.delete(front, i, 0), ["minimize"] * 2, ref)
                      for i in range(len(front))])
     expected = lost / lost.sum()
-    np.testing.assert_allclose(_hvc_weights(values, mask, dirs), expected, rtol=1e-9)
+    got = _hvc_weights(values, mask, dirs, reference)
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
     assert mask.sum() > 2 and lost.max() > 2 * lost.min()  # the weights do differ
+    if reference == [0.0, 20.0]:  # far references: the ends weigh more than just past the worst
+        ends = [int(np.argmax(values[mask][:, 0])), int(np.argmin(values[mask][:, 1]))]
+        assert got[ends].sum() > _hvc_weights(values, mask, dirs)[ends].sum()
+
+
+def test_a_reference_of_the_wrong_length_is_a_clear_error() -> None:
+    import numpy as np
+
+    from nas.algorithms.hybrid import _hvc_weights
+
+    values = np.array([[0.9, 3.0], [0.8, 2.0], [0.7, 1.0]])
+    with pytest.raises(ConfigError, match="one value per objective"):
+        _hvc_weights(values, np.ones(3, bool), ["maximize", "minimize"], [0.0])
 
 
 def test_a_single_objective_tie_on_the_front_picks_a_parent() -> None:
