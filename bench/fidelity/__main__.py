@@ -123,6 +123,13 @@ def cmd_score(args: argparse.Namespace) -> None:
         path = truth.DATA / "truth.csv"
         held = set(pd.read_csv(path).arch) if path.is_file() else set()
         archs = [a for a in archs if a in held]
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = [a for a in wanted if a not in archs]
+        if unknown:
+            raise SystemExit(f"score --only: {unknown} are not truth archs (archs.json, "
+                             "bands.json); pick from those")
+        archs = [a for a in archs if a in wanted]
     recipes.score_all(archs[: args.archs], names, seeds, threads=args.threads)
 
 
@@ -169,6 +176,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     s.add_argument("--threads", type=int, default=1)
     s.add_argument("--max-latency", type=float, default=None,
                    help="only archs whose measured latency (bands.json setting) is below, ms")
+    s.add_argument("--only", default=None,
+                   help="comma-separated archs of the truth list to score (others skipped)")
     s.set_defaults(run=cmd_score)
     f = sub.add_parser("front", help="search fronts on the truth pool, scored at the truth")
     f.add_argument("--recipe", default="default")
