@@ -82,6 +82,7 @@ class _TrialGate:
 
     def __init__(self) -> None:
         self.looping, self.inside, self.pending = False, False, None
+        self.signalled: str | None = None  # the first stop signal's reason, once one came
 
     def hold(self) -> bool:
         return self.looping and not self.inside
@@ -92,7 +93,7 @@ class _TrialGate:
 
     @contextmanager
     def loop(self) -> Iterator[None]:
-        self.looping, self.pending = True, None
+        self.looping, self.pending, self.signalled = True, None, None
         try:
             yield
             self.check()
@@ -118,6 +119,7 @@ def _interrupt(signum: int, _frame: object) -> None:
     name = signal.Signals(signum).name
     message = (f"interrupted by {name}: the running trial is stored FAIL; run the same command "
                "again to continue the study")
+    _GATE.signalled = message
     if _GATE.hold():
         _GATE.pending = message
         return
@@ -185,8 +187,13 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
         evaluator.rungs = RungStore(study_dir / "rungs")  # a promotion continues its rung
         sh.promote(study)  # a resumed study queues what was due when it stopped
     with _GATE.loop():
-        study.optimize(objective, timeout=cfg.timeout, catch=(Exception,), callbacks=callbacks,
-                       gc_after_trial=False)
+        try:
+            study.optimize(objective, timeout=cfg.timeout, catch=(Exception,),
+                           callbacks=callbacks, gc_after_trial=False)
+        finally:
+            if _GATE.signalled:  # Optuna's own FAIL may not have reached the storage
+                store.fail_own_running(cfg.storage_url(study_dir), study.study_name,
+                                       _GATE.signalled.split(":")[0])
 
 
 def _n_complete(study: optuna.Study) -> int:

@@ -353,6 +353,32 @@ def fail_dead_trials(study: optuna.Study, log: Any = print, *,
     return dead
 
 
+def fail_own_running(url: str, study_name: str, reason: str) -> list[int]:
+    """Store FAIL, with ``reason`` as its ``fail_reason``, every trial this process left
+    RUNNING (by its ``PROCESS`` attribute), on a fresh connection; returns their numbers.
+
+    A stop signal raises inside the running trial, and Optuna then stores it FAIL. If the signal
+    lands in the middle of a storage write, or Optuna's FAIL meets SQLite's lock held by the
+    heartbeat, that FAIL may never reach the storage, and the trial would stay RUNNING until a
+    later run found its process gone."""
+    storage = open_storage(url)
+    sid = storage.get_study_id_from_name(study_name)
+    me, done = process_attr(), []
+    for t in storage.get_all_trials(sid, deepcopy=False, states=(TrialState.RUNNING,)):
+        proc = t.user_attrs.get(PROCESS)
+        if not (isinstance(proc, dict) and proc.get("host") == me["host"]
+                and proc.get("pid") == me["pid"]):
+            continue
+        tid = storage.get_trial_id_from_study_id_trial_number(sid, t.number)
+        try:
+            storage.set_trial_user_attr(tid, "fail_reason", reason)
+            storage.set_trial_state_values(tid, TrialState.FAIL)
+        except optuna.exceptions.UpdateFinishedTrialError:  # stored meanwhile
+            continue
+        done.append(t.number)
+    return done
+
+
 def n_claimed(study: optuna.Study, *, before: int | None = None) -> int:
     """COMPLETE trials plus RUNNING ones (those numbered below ``before``, when given): the
     trials that will count once the running ones finish, unless they fail."""

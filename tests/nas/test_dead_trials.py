@@ -55,3 +55,21 @@ def test_trial_killed_before_its_objective_is_failed_after_the_grace(tmp_path: P
     assert state[live] == TrialState.RUNNING
     queued = study.get_trials(states=(TrialState.WAITING,))
     assert [(t.params, t.user_attrs["retry_of"]) for t in queued] == [({}, orphan)]
+
+
+def test_an_interrupted_process_fails_its_own_running_trials_on_a_fresh_connection(
+        tmp_path: Path) -> None:
+    """After a stop signal the driver stores FAIL, with the reason, every trial its process
+    left RUNNING, even when Optuna's own FAIL did not reach the storage; others' are kept."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    study = optuna.create_study(storage=url, study_name="s")
+    mine = _running(study, store.process_attr())
+    other = _running(study, {**store.process_attr(), "pid": store.process_attr()["pid"] + 1})
+    done = _running(study, store.process_attr())
+    study.tell(done, 1.0)
+    assert store.fail_own_running(url, "s", "interrupted by SIGTERM") == [mine]
+    trials = {t.number: t for t in optuna.load_study(study_name="s", storage=url).get_trials()}
+    assert trials[mine].state == TrialState.FAIL
+    assert trials[mine].user_attrs["fail_reason"] == "interrupted by SIGTERM"
+    assert trials[other].state == TrialState.RUNNING and trials[done].state == TrialState.COMPLETE
+    assert store.fail_own_running(url, "s", "interrupted by SIGTERM") == []  # once only

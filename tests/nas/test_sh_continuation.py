@@ -243,9 +243,11 @@ def test_the_sampler_sees_each_arch_at_its_highest_rung() -> None:
     want = [("-", -1, "RUNNING"), ("a", 2, 0.95), ("b", 0, 0.60), ("c", 0, 0.40)]
     assert seen.public[-1] == seen.internal[-1] == want
     # a's lower rungs and b's running promotion keep their numbers as FAIL trials that hold
-    # their parameters only (b's promotion has none yet: its parameters are fixed, not asked)
-    assert seen.hidden[-1] == [(0, {"x": "a"}, None, {}, {}), (3, {"x": "a"}, None, {}, {}),
-                               (5, {}, None, {}, {})]
+    # their parameters (b's promotion has none yet: they are fixed, not asked) and their user
+    # attributes (the costs measured before training), never their values
+    real = study.get_trials(deepcopy=False)
+    assert seen.hidden[-1] == [(n, p, None, real[n].user_attrs, {})
+                               for n, p in ((0, {"x": "a"}), (3, {"x": "a"}), (5, {}))]
     # without the wrapper the sampler would see a three times and b's promotion as a new point
     raw = sorted((t.user_attrs.get("arch"), t.user_attrs.get("rung")) for t in study.trials
                  if t.user_attrs.get("arch"))
