@@ -4,7 +4,7 @@ under that name there."""
 
 from __future__ import annotations
 
-from bench.fidelity import truth
+from bench.fidelity import bands, truth
 
 
 def run(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None,
@@ -12,8 +12,6 @@ def run(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None
     """Run truth units; ``spaces`` None: truth v2's plan (latency bands, second seed).
 
     Returns the number of units done."""
-    from bench.fidelity import bands
-
     truth.DEVICE = device  # a spawned worker imports the module afresh
     units = bands.plan_v2() if spaces is None else truth.plan(spaces)
     return truth.work(units, threads=threads, stop_after=seconds)
