@@ -3,6 +3,8 @@
     python -m bench.fidelity bands --sample 170               # latency bands of truth v2
     python -m bench.fidelity truth --workers 1 --hours 2      # grow the truth set (resumable)
     python -m bench.fidelity truth --workers 6 --device cuda  # the same on a GPU, 6 workers on it
+    python -m bench.fidelity truth --device cuda --phases train --pack $OUT/truth.tar
+                                       # a GPU without aihwkit trains; a CPU scores (docs/gpu.md)
     python -m bench.fidelity baselines --seeds 1,2             # free baselines per truth arch
     python -m bench.fidelity score --recipes all --seeds 1,2   # score the truth archs per recipe
     python -m bench.fidelity time --archs 3                    # s/candidate, every recipe, one run
@@ -23,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import time
+from pathlib import Path
 
 from bench.fidelity import truth, worker
 
@@ -48,22 +52,42 @@ def truth_archs(spec: str) -> dict[str, list[str]]:
     return chosen
 
 
+def _phases(text: str) -> tuple[str, ...] | None:
+    if text == "all":
+        return None
+    names = tuple(n for n in text.split(",") if n)
+    bad = [n for n in names if n not in truth.PHASES] or ([] if names else [text])
+    if bad:
+        raise SystemExit(f"truth --phases: unknown phase {bad[0]!r}; use a comma-separated "
+                         f"subset of {','.join(truth.PHASES)} (or 'all')")
+    return names
+
+
 def cmd_truth(args: argparse.Namespace) -> None:
+    from hwnas.common.devices import device_problem
+
+    problem = device_problem(args.device, "--device")
+    if problem is not None:  # no CUDA here: a clear error before any work
+        raise SystemExit(f"truth: {problem}")
+    phases = _phases(args.phases)
     spaces = truth_archs(args.spaces) if args.plan == "v1" else None
     seconds = None if args.hours is None else args.hours * 3600  # 0: take no unit
-    failed = 0
+    start, failed = time.time(), 0
+    work = (spaces, args.threads, seconds, args.device, phases)
     if args.workers == 1:
-        worker.run(spaces, args.threads, seconds, args.device)
+        worker.run(*work)
     else:
         ctx = mp.get_context("spawn")
-        procs = [ctx.Process(target=worker.run, args=(spaces, args.threads, seconds, args.device))
-                 for _ in range(args.workers)]
+        procs = [ctx.Process(target=worker.run, args=work) for _ in range(args.workers)]
         for p in procs:
             p.start()
         for p in procs:
             p.join()
         failed = sum(p.exitcode != 0 for p in procs)
     print(f"truth: {truth.write_truth()}")
+    if args.pack:
+        packed = truth.pack(Path(args.pack), start)
+        print(f"truth: packed {len(packed)} files into {args.pack}")
     if failed:  # the finished units are kept; the command still says the run went wrong
         raise SystemExit(f"truth: {failed} of {args.workers} workers failed (exit codes above)")
 
@@ -159,6 +183,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     t.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     t.add_argument("--hours", type=float, default=None, help="stop taking units after this")
     t.add_argument("--device", default="cpu", help="cpu or cuda (recorded in each unit)")
+    t.add_argument("--phases", default="all",
+                   help=f"comma-separated subset of {','.join(truth.PHASES)} (default all)")
+    t.add_argument("--pack", default=None,
+                   help="tar archive of this run's unit records and weights (for a device call)")
     t.add_argument("--plan", choices=("v2", "v1"), default="v2",
                    help="v2: the latency bands of bands.json and the second seed; v1: --spaces")
     t.set_defaults(run=cmd_truth)

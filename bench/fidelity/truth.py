@@ -194,7 +194,15 @@ def _model(unit: Unit, phase: str) -> torch.nn.Module:
 
 
 def _redo(unit: Unit) -> None:
-    """Weights of a done unit that this machine lacks: recomputed (seeded, so identical)."""
+    """Weights of a done unit that this machine lacks: recomputed (seeded, so identical on the
+    same device). Weights trained on another device cannot be recomputed here."""
+    recorded = json.loads(unit.path.read_text()).get("device", "cpu") if unit.done() else DEVICE
+    if recorded != DEVICE:
+        raise RuntimeError(
+            f"truth: the weights of {unit.stem} were trained on {recorded!r} and are missing "
+            f"from {MODELS}; recomputing them on {DEVICE!r} would give other weights than its "
+            "record. Unpack the archive that brought the record (tar -xf truth_train.tar at the "
+            "repository root), or delete the record to train it again here.")
     run_unit(unit, record=False)
 
 
@@ -204,9 +212,13 @@ def run_unit(unit: Unit, *, record: bool = True) -> dict[str, Any]:
     out.update(space=unit.space, arch=unit.arch, phase=unit.phase, seed=unit.seed,
                seconds=round(time.perf_counter() - start, 1))
     if record:
+        from hwnas.common.devices import is_cuda, tf32_state
         from hwnas.common.provenance import provenance
 
         out["provenance"] = provenance(DEVICE)
+        out["device"] = DEVICE
+        if is_cuda(DEVICE):  # fp32 means TF32 off (the worker sets it); say what was in force
+            out["tf32"] = tf32_state()
         unit.path.parent.mkdir(parents=True, exist_ok=True)
         unit.path.write_text(json.dumps(out, indent=1, default=str))
     return out
@@ -300,6 +312,28 @@ def work(units: list[Unit], *, threads: int, stop_after: float | None = None) ->
     return done
 
 
+def with_phases(units: list[Unit], phases: tuple[str, ...] | None) -> list[Unit]:
+    """The units of the named phases, in plan order (None: every phase). ``train`` alone lets a
+    device machine without aihwkit train the archs that a CPU then scores."""
+    return units if phases is None else [u for u in units if u.phase in phases]
+
+
+def pack(archive: Path, since: float) -> list[str]:
+    """Write the unit records and weights written since ``since`` (a run's start, epoch seconds)
+    into one tar archive, paths relative to the repository root (``tar -xf`` there restores
+    them): a device machine returns a few files per call, so a run's work travels as one.
+    Returns the packed paths."""
+    import tarfile
+
+    files = [f for folder, pattern in ((DATA / "units", "*.json"), (MODELS, "*.pt"))
+             for f in sorted(folder.glob(pattern)) if f.stat().st_mtime >= since]
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "w") as tar:
+        for f in files:
+            tar.add(f, arcname=str(f.relative_to(ROOT)))
+    return [str(f.relative_to(ROOT)) for f in files]
+
+
 def truth_rows() -> list[dict[str, Any]]:
     """One row per (space, arch, seed, recipe in digital | hwa), from the finished units."""
     units = {}
@@ -322,8 +356,17 @@ def truth_rows() -> list[dict[str, Any]]:
         for key in keys:
             for suffix in ("", "_se", "_std", "_median"):
                 row[f"{key}{suffix}"] = rec.get(f"{key}{suffix}")
+        row["train_device"] = _device_of(train)
         rows.append(row)
     return rows
+
+
+def _device_of(unit: dict[str, Any]) -> str | None:
+    """The device a unit ran on, as its provenance names it (a CPU model or a GPU name)."""
+    prov = unit.get("provenance")
+    if isinstance(prov, dict):
+        return prov.get("device")
+    return None if prov is None else str(prov).split("'device': '")[-1].split("'")[0]
 
 
 def write_truth() -> Path:

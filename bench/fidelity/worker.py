@@ -8,10 +8,15 @@ from bench.fidelity import bands, truth
 
 
 def run(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None,
-        device: str = "cpu") -> int:
-    """Run truth units; ``spaces`` None: truth v2's plan (latency bands, second seed).
+        device: str = "cpu", phases: tuple[str, ...] | None = None) -> int:
+    """Run truth units; ``spaces`` None: truth v2's plan (latency bands, second seed);
+    ``phases``: only units of these phases (None: all).
 
     Returns the number of units done."""
+    from hwnas.common.devices import is_cuda, set_tf32
+
     truth.DEVICE = device  # a spawned worker imports the module afresh
+    if is_cuda(device):
+        set_tf32(False)  # the truth is fp32; cuDNN would default to TF32
     units = bands.plan_v2() if spaces is None else truth.plan(spaces)
-    return truth.work(units, threads=threads, stop_after=seconds)
+    return truth.work(truth.with_phases(units, phases), threads=threads, stop_after=seconds)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One device call of at most about 8 minutes, prepared for a short GPU window (15 minutes of
+# device time a session, start-up included): the fidelity truth's waiting training units, then the
+# campaign parts that need nothing beyond the device image's packages. Run it from the repository
+# root on the device machine, carrying data/fashion-mnist (docs/gpu.md, "A short window"):
+#
+#     bash bench/gpu/window.sh                     # $OUT: truth_train.tar, window.log, <part>.json
+#
+# Knobs (environment): DEVICE (cuda), TRUTH_MIN (3: minutes in which truth units are taken;
+# 0 skips), TRUTH_WORKERS (4), PARTS ("latency roofline fit predictors"), PART_BUDGET (45 s per
+# part), SMOKE (1: the campaign's tiny settings, for the CPU dry run), PYTHON (python3).
+set -euo pipefail
+: "${OUT:?set OUT to the folder whose files come back (the device machine sets it)}"
+DEVICE=${DEVICE:-cuda}
+TRUTH_MIN=${TRUTH_MIN:-3}
+TRUTH_WORKERS=${TRUTH_WORKERS:-4}
+PARTS=${PARTS:-latency roofline fit predictors}
+PART_BUDGET=${PART_BUDGET:-45}
+PY=${PYTHON:-python3}  # the device image's Python; the dry run passes the project's
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+LOG=$OUT/window.log
+mkdir -p "$OUT"
+
+# The truth reads Fashion-MNIST from its installed place; the device image has none.
+if [ -d data/fashion-mnist ] && [ ! -d /usr/share/datasets/fashion-mnist ] && [ -w /usr/share ]; then
+  mkdir -p /usr/share/datasets && cp -r data/fashion-mnist /usr/share/datasets/
+fi
+{ date -u; "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>/dev/null || true
+} >> "$LOG" 2>&1
+
+status=0
+# 1. Truth: training units only (scoring needs aihwkit, which this image lacks), fp32 with TF32
+#    off; records and weights come back as one archive, unpacked at the repository root here.
+if [ "$TRUTH_MIN" != 0 ]; then
+  hours=$("$PY" -c "print($TRUTH_MIN / 60)")
+  timeout $(( TRUTH_MIN * 60 + 120 )) "$PY" -m bench.fidelity truth --device "$DEVICE" \
+      --phases train --workers "$TRUTH_WORKERS" --threads 2 --hours "$hours" \
+      --pack "$OUT/truth_train.tar" >> "$LOG" 2>&1 || status=$?
+fi
+
+# 2. Campaign parts, each within its budget; a failed part is recorded in its file.
+args=(--device "$DEVICE" --out "$OUT" --budget "$PART_BUDGET")
+[ -d data/fashion-mnist ] && args+=(--data-root data/fashion-mnist)
+[ -n "${SMOKE:-}" ] && args+=(--smoke)
+for part in $PARTS; do args+=(--part "$part"); done
+timeout $(( $(wc -w <<< "$PARTS") * (PART_BUDGET + 40) )) "$PY" -m bench.gpu.campaign \
+    "${args[@]}" >> "$LOG" 2>&1 || status=$?
+date -u >> "$LOG"
+exit $status  # non-zero when the truth run or any part failed; what finished is in $OUT

@@ -1,0 +1,96 @@
+"""Truth units trained on one machine and scored on another: ``truth --phases train`` takes only
+training units, ``--pack`` carries a run's records and weights as one archive that restores them
+where it is unpacked, and ``--device cuda`` without CUDA stops before any work."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench import ROOT
+from bench.fidelity import truth, worker
+
+ARCH = "rn:s16-d1r1c16"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "bench.fidelity", "truth", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def tiny_truth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The truth's folders under tmp_path, and training cut to a few steps."""
+    monkeypatch.setattr(truth, "ROOT", tmp_path)
+    monkeypatch.setattr(truth, "DATA", tmp_path / "bench/data/fidelity")
+    monkeypatch.setattr(truth, "MODELS", tmp_path / ".hwnas_cache/fidelity")
+    monkeypatch.setitem(truth.TRUTH, "train", {**truth.TRUTH["train"], "epochs": 0.01,
+                                               "warmup_epochs": 0.0})
+    return tmp_path
+
+
+def test_train_phase_only_then_pack_restores_records_and_weights(tiny_truth: Path,
+                                                                 tmp_path: Path) -> None:
+    start = time.time() - 1
+    done = worker.run({"resnet": [ARCH]}, 1, None, "cpu", ("train",))
+    assert done == 1  # the score unit waits for a machine that scores
+    train, score = (truth.Unit("resnet", ARCH, p) for p in ("train", "score"))
+    assert train.done() and not score.done()
+    record = json.loads(train.path.read_text())
+    assert record["device"] == "cpu" and "tf32" not in record
+
+    packed = truth.pack(tiny_truth / "out/truth.tar", start)
+    stem = train.stem
+    assert sorted(packed) == [f".hwnas_cache/fidelity/{stem}.pt",
+                              f"bench/data/fidelity/units/{stem}.json"]
+    # Nothing older than the run travels.
+    assert truth.pack(tiny_truth / "out/none.tar", time.time() + 60) == []
+
+    there = tmp_path / "elsewhere"
+    with tarfile.open(tiny_truth / "out/truth.tar") as tar:
+        tar.extractall(there, filter="data")
+    assert json.loads((there / f"bench/data/fidelity/units/{stem}.json").read_text()) == record
+    weights = torch.load(there / f".hwnas_cache/fidelity/{stem}.pt", weights_only=True)
+    assert weights.keys() == torch.load(truth.MODELS / f"{stem}.pt", weights_only=True).keys()
+
+
+def test_weights_trained_elsewhere_are_not_silently_retrained(tiny_truth: Path) -> None:
+    train, score = (truth.Unit("resnet", ARCH, p) for p in ("train", "score"))
+    train.path.parent.mkdir(parents=True)
+    train.path.write_text(json.dumps({"device": "cuda", "phase": "train"}))
+    with pytest.raises(RuntimeError, match="trained on 'cuda' and are missing"):
+        truth.run_unit(score)
+    assert not score.done()
+
+
+def test_phase_selection_keeps_plan_order() -> None:
+    units = truth.plan({"resnet": ["rn:s16-d1r1c16", "rn:s16-d1r1c24"]})
+    trains = truth.with_phases(units, ("train",))
+    assert [u.phase for u in trains] == ["train", "train"]
+    assert [u.arch for u in trains] == [u.arch for u in units if u.phase == "train"]
+    assert truth.with_phases(units, None) == units
+
+
+def test_unknown_phase_is_a_clear_error() -> None:
+    run = _cli("--phases", "train,scores", "--hours", "0")
+    assert run.returncode != 0
+    assert "unknown phase 'scores'" in run.stderr and "train,score,hwa,score_hwa" in run.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error where CUDA is missing")
+def test_cuda_truth_without_cuda_stops_before_any_work() -> None:
+    before = (truth.DATA / "truth.csv").read_text()
+    run = _cli("--device", "cuda", "--hours", "0")
+    assert run.returncode != 0
+    assert "--device: CUDA asked on a CPU machine" in run.stderr and "Fix:" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert (truth.DATA / "truth.csv").read_text() == before
