@@ -123,15 +123,19 @@ N_SECOND = 9  # archs trained again under it: 3 per resnet band
 
 
 def second_seed_archs(space: str = "resnet") -> list[str]:
-    """Per band, the archs whose seed-0 truth is done (then the fastest): each second-seed
-    unit pairs with a finished first seed as soon as it finishes."""
+    """Per band, the archs already trained under the second seed, then those whose seed-0
+    truth is done (then the fastest): each second-seed unit pairs with a finished first seed as
+    soon as it finishes, and an arch that finishes later never displaces one already started."""
     doc = json.loads(BANDS.read_text()) if BANDS.is_file() else {}
     entry = doc.get(space, {})
     lat = {a: m["latency_ms"] for a, m in entry.get("archs", {}).items()}
     per = max(1, N_SECOND // max(1, len(entry.get("bands", {}))))
-    return [a for archs in entry.get("bands", {}).values()
-            for a in sorted(archs, key=lambda x: (not truth.Unit(space, x, "score").done(),
-                                                  lat.get(x, 0.0)))[:per]]
+
+    def order(arch: str) -> tuple[bool, bool, float]:
+        return (not truth.Unit(space, arch, "train", SECOND_SEED).done(),
+                not truth.Unit(space, arch, "score").done(), lat.get(arch, 0.0))
+
+    return [a for archs in entry.get("bands", {}).values() for a in sorted(archs, key=order)[:per]]
 
 
 def plan_v2() -> list[truth.Unit]:

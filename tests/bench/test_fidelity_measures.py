@@ -89,3 +89,22 @@ def test_the_ceiling_of_the_equal_cost_measures_falls_below_taus() -> None:
     raw, _ = fm.tau_ceiling(truth, 0.005, n=300)
     residual, low = fm.tau_ceiling(truth, 0.005, n=300, measure=res)
     assert low < residual < raw - 0.2
+
+
+def test_goal_rows_count_single_runs_on_seeds_disjoint_from_the_truth() -> None:
+    from bench.fidelity.report import goal_rows
+
+    conc = "concordance, latency 1.25x"
+    rows = [("params", 0.0, 0.74), ("default seed 0 (the truth's seed)", 0.9, 0.95),
+            ("default seed 1", 0.55, 0.84), ("default seed 2", 0.61, 0.83),
+            ("default + synflow (rank mean) seed 2", 0.6, 0.84),
+            ("default mean of seeds 1,2", 0.9, 0.99)]
+    table = [{"scorer": name, "residual tau": res, conc: f"{c:.2f} (46 pairs)"}
+             for name, res, c in rows]
+    got = {r["scorer"]: r for r in goal_rows(table)}
+    assert set(got) == {"default", "default + synflow (rank mean)"}  # no seed 0, no seed mean
+    assert got["default"]["residual tau >= 0.6"] == "1/2 (2)"
+    assert got["default"]["concordance >= 0.84"] == "1/2 (1)"  # the bar is params + 0.10
+    assert got["default"]["both"] == "0/2"
+    assert got["default + synflow (rank mean)"]["both"] == "1/1 (2)"
+    assert goal_rows(table[1:]) == []  # no parameter count: no bar

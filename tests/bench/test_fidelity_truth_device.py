@@ -94,3 +94,26 @@ def test_cuda_truth_without_cuda_stops_before_any_work() -> None:
     assert "--device: CUDA asked on a CPU machine" in run.stderr and "Fix:" in run.stderr
     assert "Traceback" not in run.stderr
     assert (truth.DATA / "truth.csv").read_text() == before
+
+
+def test_a_started_second_seed_is_never_displaced(tiny_truth: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.fidelity import bands
+
+    lat = {"rn:a": 0.80, "rn:b": 0.90, "rn:c": 0.70}
+    doc = {"resnet": {"bands": {"0.85ms": list(lat)},
+                      "archs": {a: {"latency_ms": v} for a, v in lat.items()}}}
+    (tiny_truth / "bands.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(bands, "BANDS", tiny_truth / "bands.json")
+    monkeypatch.setattr(bands, "N_SECOND", 1)
+
+    def finish(arch: str, phase: str, seed: int = 0) -> None:
+        unit = truth.Unit("resnet", arch, phase, seed)
+        unit.path.parent.mkdir(parents=True, exist_ok=True)
+        unit.path.write_text("{}")
+
+    finish("rn:b", "score")
+    assert bands.second_seed_archs() == ["rn:b"]  # the only arch whose first seed is done
+    finish("rn:b", "train", bands.SECOND_SEED)
+    finish("rn:a", "score")  # faster, and done later: it must not take rn:b's place
+    assert bands.second_seed_archs() == ["rn:b"]
