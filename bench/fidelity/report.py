@@ -32,6 +32,7 @@ from bench.fidelity.baselines import BASELINES as BASE_CSV
 from bench.fidelity.recipes import RECIPES, SCORES, TIMING
 from bench.fidelity.truth import DATA
 from nas.algorithms.pareto import comparison_se
+from nas.algorithms.shrink import shrunk
 
 KEY = "acc_pcm@1d"
 # A recipe that scores another hardware model is ranked against the truth's column of that
@@ -147,9 +148,9 @@ def derived_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
                  timing: pd.DataFrame | None, recipe: str = "default",
                  baselines: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """Scorers computed from ``recipe``'s own runs, per seed: the training-speed estimate
-    (minus the sum of the epochs' training losses; its cost is the training alone) and the
-    recipe's score shrunk toward its size trend (empirical Bayes: the residual after
-    log(params) is scaled by signal / (signal + noise), noise the median stored SE squared)."""
+    (minus the sum of the epochs' training losses; its cost is the training alone), rank means
+    (``COMBOS``), and the recipe's score shrunk toward its trend on log(params) or on
+    log(SynFlow) (``shrunk``)."""
     mine = scores[scores.recipe == recipe]
     out = []
     for seed, per in mine.groupby("seed"):
@@ -177,21 +178,16 @@ def derived_rows(ref: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
                             "kind": "one run", **measures(mixed, sub, bootstrap),
                             "s / candidate": _seconds(recipe, mine, timing),
                             "s (its runs)": float(per.seconds.median())})
-        out.append({"scorer": f"{recipe} shrunk to size seed {seed}", "kind": "one run",
-                    **measures(shrunk(per.acc.values, sub.params.values, per.acc_se.values),
-                               sub, bootstrap),
-                    "s / candidate": _seconds(recipe, mine, timing),
-                    "s (its runs)": float(per.seconds.median())})
+        trends = {"size": sub.params.values}
+        if "synflow" in parts:
+            trends["SynFlow"] = parts["synflow"]
+        for trend, x in trends.items():
+            out.append({"scorer": f"{recipe} shrunk to {trend} seed {seed}", "kind": "one run",
+                        **measures(shrunk(per.acc.values, x, per.acc_se.values), sub,
+                                   bootstrap),
+                        "s / candidate": _seconds(recipe, mine, timing),
+                        "s (its runs)": float(per.seconds.median())})
     return out
-
-
-def shrunk(score: np.ndarray, params: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """``score`` pulled toward its least-squares line on log(params) by its noise share."""
-    x = np.log(params.astype(float))
-    resid = fm.residuals(score, x)
-    noise = float(np.median(se)) ** 2
-    signal = max(float(np.var(resid, ddof=1)) - noise, 0.0)
-    return score - resid + resid * signal / (signal + noise) if signal + noise > 0 else score
 
 
 def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
@@ -354,7 +350,7 @@ def _page(text: str, truth: pd.DataFrame, scores: pd.DataFrame,
             f"{noise}\n\n![yardstick v2](fidelity/yardstick_v2.png)\n{_findings()}")
 
 
-MAIN = ("default", (1, 2))  # the shipped recipe under the seeds disjoint from the truth's
+MAIN = ("default", (1, 2, 3, 4))  # the shipped recipe under the seeds disjoint from the truth's
 MAIN_RECIPES = ("quickstart", "default", "default_hwa", "e2_lean", "eco")
 
 
@@ -396,7 +392,7 @@ def goal_rows(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []
     bar = _conc(params[conc_col]) + GOAL_OVER_PARAMS
     runs: dict[str, list[tuple[int, bool, bool]]] = {}
-    for r in table:
+    for r in (r for r in table if r["archs"] == params["archs"]):  # the count's very pairs
         name, sep, seed = str(r["scorer"]).rpartition(" seed ")
         seed = seed.split()[0] if sep else ""
         if not sep or not seed.isdigit() or int(seed) == 0:

@@ -53,9 +53,12 @@ def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.
         if "rung" in t.user_attrs:
             row["rung"] = _rung_label(cfg, t, t.number in lower)
         row.update(dict(zip(front.keys, t.values, strict=True)))
-        for key in front.keys:  # every noisy score with its standard error
+        picked = (front.picked_on or {}).get(t.number)
+        for j, key in enumerate(front.keys):  # every noisy score with its standard error
             if f"{key}_se" in t.user_attrs:
                 row[f"{key} ±SE"] = t.user_attrs[f"{key}_se"]
+                if picked is not None:  # what the front was picked on (pareto.shrink)
+                    row[f"{key} shrunk"] = picked[j]
         if front.resolved is not None and t.number not in lower:
             row["resolved"] = "yes" if front.resolved[front.trials.index(t)] else "~ no"
         for key in ("acc_digital", "latency_p10_ms", "latency_p90_ms"):
@@ -99,7 +102,7 @@ def _header(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
         "space": cfg.space, "data": cfg.data.name, "objectives": objs, "budgets": budgets,
         "sampler": cfg.sampler.name, "trials": ", ".join(f"{k} {v}" for k, v in states.items()),
         "feasible complete": front.n_feasible, **_free_rung(study),
-        "front size": len(front.trials),
+        "front size": len(front.trials), **_shrink_line(cfg, front),
         "hypervolume": f"{front.hypervolume:.6g} (reference {ref})",
         "report device": prov["device"], "git": prov["git"], "generated (UTC)": prov["time_utc"],
         "versions": ", ".join(f"{k} {v}" for k, v in prov["versions"].items()),
@@ -108,6 +111,16 @@ def _header(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
                    for k, v in items.items())
     desc = f"<p>{html.escape(cfg.description)}</p>" if cfg.description else ""
     return f"<h1>Study {html.escape(cfg.name)}</h1>{desc}<table class='meta'>{rows}</table>"
+
+
+def _shrink_line(cfg: StudyConfig, front: summary.Front) -> dict[str, str]:
+    """The header's line for ``pareto.shrink``, when the study asks for it."""
+    if cfg.pareto.shrink == "off":
+        return {}
+    how = (front.shrink_note or "picked on the trained accuracies shrunk toward their trend on "
+           f"the log of the rung-0 prior ({cfg.schedule.prior}); the measured values and the "
+           "hypervolume are unchanged")
+    return {"front (pareto.shrink)": how}
 
 
 def _free_rung(study: Any) -> dict[str, str]:

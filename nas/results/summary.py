@@ -16,6 +16,7 @@ from nas.algorithms.pareto import (
     unresolved,
 )
 from nas.algorithms.pareto import reference_point as _reference_point
+from nas.algorithms.shrink import shrunk
 from nas.search.prior_rung import is_prior
 from nas.search.schedule import front_pool, highest_rung
 from nas.study.config import StudyConfig
@@ -45,6 +46,13 @@ class Front:
     n_free: int = 0
     """Archs of ``n_complete`` that stopped at a free rung 0 (``schedule.prior``): looked at,
     never trained."""
+    picked_on: dict[int, list[float]] | None = None
+    """``pareto.shrink: prior``: the values each trained trial (by number) was picked on, its
+    noisy objectives shrunk toward their trend on the rung-0 prior; None when the front is the
+    Pareto set of the measured values."""
+    shrink_note: str = ""
+    """Why ``pareto.shrink`` asked for shrunk values and the front was picked on measured
+    ones (empty when it did not ask, or it was applied)."""
 
 
 def completed(study: optuna.Study) -> list[FrozenTrial]:
@@ -83,9 +91,11 @@ def front(cfg: StudyConfig, study: optuna.Study) -> Front:
     ok = [t for t in pool if feasible(t)]
     values = np.array([t.values for t in ok]).reshape(len(ok), len(dirs))
     ref = reference(cfg, values)
-    mask = pareto_mask(values, dirs) if len(ok) else np.zeros(0, dtype=bool)
+    picked, note = picked_values(cfg, study, ok, values)
+    mask = pareto_mask(picked, dirs) if len(ok) else np.zeros(0, dtype=bool)
+    on_front = {t.number: row for t, row, on in zip(ok, picked.tolist(), mask, strict=True) if on}
     seen, trials = set(), []
-    for t in sorted((t for t, on in zip(ok, mask, strict=True) if on), key=lambda t: t.values[0],
+    for t in sorted((t for t in ok if t.number in on_front), key=lambda t: on_front[t.number][0],
                     reverse=dirs[0] == "maximize"):
         # the same arch evaluated twice is one model; under another layer mapping, another
         info = t.user_attrs.get("info") or {}
@@ -95,10 +105,35 @@ def front(cfg: StudyConfig, study: optuna.Study) -> Front:
             trials.append(t)
     hv = hypervolume(values, dirs, ref) if len(ok) else 0.0
     out = Front(trials, keys, dirs, ref, hv, len(done), len(ok),
-                n_free=sum(1 for t in done if is_prior(t)))
+                n_free=sum(1 for t in done if is_prior(t)), shrink_note=note,
+                picked_on=None if picked is values else
+                {t.number: row for t, row in zip(ok, picked.tolist(), strict=True)})
     out.lower = _undominated([t for t in below if feasible(t)], trials, dirs)
     _resolve(out, cfg, ok, values)
     return out
+
+
+def picked_values(cfg: StudyConfig, study: optuna.Study, ok: list[FrozenTrial],
+                  values: np.ndarray) -> tuple[np.ndarray, str]:
+    """The values the front is picked on, and why they are the measured ones where
+    ``pareto.shrink: prior`` asked otherwise: each noisy objective of the trained trials
+    ``ok`` shrunk toward its line on the log of the arch's rung-0 prior score
+    (``nas.algorithms.shrink``)."""
+    if cfg.pareto.shrink != "prior":
+        return values, ""
+    prior = {t.user_attrs.get("arch"): t.user_attrs.get("prior_score")
+             for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+             if is_prior(t)}
+    x = [prior.get(t.user_attrs.get("arch")) for t in ok]
+    if len(ok) < 3 or any(v is None for v in x):
+        return values, (f"pareto.shrink: prior needs 3 trained candidates with a rung-0 score; "
+                        f"{sum(v is not None for v in x)} of {len(ok)} have one")
+    out = values.astype(float).copy()
+    for j, key in enumerate(o.key for o in cfg.objectives_resolved()):
+        se = [t.user_attrs.get(f"{key}_se") for t in ok]
+        if key in noisy_keys(cfg) and all(v is not None for v in se):
+            out[:, j] = shrunk(values[:, j], np.array(x, float), np.array(se, float))
+    return out, ""
 
 
 def _undominated(lower: list[FrozenTrial], members: list[FrozenTrial],

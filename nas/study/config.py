@@ -250,6 +250,27 @@ class ParetoCfg(_Cfg):
         "0.012): added in quadrature to the stored SE when the front decides which members it "
         "can tell apart, since one score comes from one training run. `python -m bench.fidelity "
         "report` measures it per recipe from seed gaps."))
+    shrink: Literal["off", "prior"] = Field("off", description=(
+        "prior: the front is picked on each trained accuracy pulled toward the line of the "
+        "trained candidates' accuracies on the log of their free rung-0 score "
+        "(schedule.prior: synflow or params), by the share of its stored SE in their spread "
+        "(nas.algorithms.shrink). The measured values stay in the study and beside the shrunk "
+        "ones in the report. off: the front is the Pareto set of the measured values."))
+
+
+def pareto_problems(cfg: Any) -> list[Problem]:
+    """Broken rules of the ``pareto`` section of a validated study config."""
+    prior = cfg.schedule.prior
+    if cfg.pareto.shrink == "prior" and prior not in SHRINK_PRIORS:
+        return [Problem("pareto.shrink", "pulls trained accuracies toward their trend on the log "
+                        f"of a positive rung-0 prior ({' or '.join(SHRINK_PRIORS)}), and "
+                        f"schedule.prior is {prior!r}", cfg.pareto.shrink,
+                        "set schedule.prior: synflow (with schedule.type: sh), or drop "
+                        "pareto.shrink")]
+    return []
+
+
+SHRINK_PRIORS = ("synflow", "params")  # positive scores: their log is defined
 
 
 class ExportCfg(_Cfg):
@@ -413,7 +434,8 @@ def validate_study(raw: dict[str, Any]) -> StudyConfig:
         problems += pydantic_problems(err, StudyConfig)
     problems += registry_problems(raw, cfg)
     if cfg is not None:
-        problems += schedule_problems(cfg) + mapping_problems(cfg) + hw_options_problems(cfg)
+        problems += (schedule_problems(cfg) + mapping_problems(cfg) + hw_options_problems(cfg)
+                     + pareto_problems(cfg))
     if problems:
         raise ConfigError(problems)
     assert cfg is not None

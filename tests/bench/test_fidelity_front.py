@@ -78,3 +78,19 @@ def test_rows_count_seeds_strictly_above_each_free_front() -> None:
     old = front.rows({"hv": {k: hv[k] for k in ("default", "params-greedy@N")},
                       "params_greedy_pool": 0.95})  # a result from before the rung-0 arms
     assert all("seeds above params-greedy@M" not in r for r in old)
+
+
+def test_shrunk_scores_use_only_the_trained_candidates() -> None:
+    table = _table(3).assign(synflow_s1=lambda t: np.exp(np.linspace(0, 3, len(t))))
+    chosen = list(table.index[:6])
+    got = front.shrunk_scores(table, chosen, "score_s1")
+    assert list(got.index) == chosen
+    # the same as shrinking those six by hand; the other 14 archs play no part
+    want = front.shrunk(table.loc[chosen, "score_s1"].values,
+                           table.loc[chosen, "synflow_s1"].values, np.full(6, 0.01))
+    assert np.allclose(got.shrunk.values, want)
+    table.loc[table.index[6:], "score_s1"] = 0.0
+    assert np.allclose(front.shrunk_scores(table, chosen, "score_s1").shrunk.values, want)
+    # two candidates: no residual to weigh, the scores stand
+    pair = front.shrunk_scores(table, chosen[:2], "score_s1")
+    assert list(pair.shrunk) == list(pair.score_s1)

@@ -99,12 +99,32 @@ def test_goal_rows_count_single_runs_on_seeds_disjoint_from_the_truth() -> None:
             ("default seed 1", 0.55, 0.84), ("default seed 2", 0.61, 0.83),
             ("default + synflow (rank mean) seed 2", 0.6, 0.84),
             ("default mean of seeds 1,2", 0.9, 0.99)]
-    table = [{"scorer": name, "residual tau": res, conc: f"{c:.2f} (46 pairs)"}
+    table = [{"scorer": name, "archs": 24, "residual tau": res, conc: f"{c:.2f} (46 pairs)"}
              for name, res, c in rows]
+    # a scorer run on fewer archs is measured on other pairs: not held to the count's bar
+    table.append({"scorer": "eco seed 1", "archs": 3, "residual tau": 1.0, conc: "1.00 (3 pairs)"})
     got = {r["scorer"]: r for r in goal_rows(table)}
-    assert set(got) == {"default", "default + synflow (rank mean)"}  # no seed 0, no seed mean
+    # no seed 0, no seed mean, no run on other archs
+    assert set(got) == {"default", "default + synflow (rank mean)"}
     assert got["default"]["residual tau >= 0.6"] == "1/2 (2)"
     assert got["default"]["concordance >= 0.84"] == "1/2 (1)"  # the bar is params + 0.10
     assert got["default"]["both"] == "0/2"
     assert got["default + synflow (rank mean)"]["both"] == "1/1 (2)"
     assert goal_rows(table[1:]) == []  # no parameter count: no bar
+
+
+def test_shrunk_keeps_a_noiseless_score_and_follows_the_trend_under_noise() -> None:
+    from nas.algorithms.shrink import shrunk
+
+    rng = np.random.default_rng(0)
+    proxy = rng.uniform(1, 100, 20)
+    score = 0.7 + 0.02 * np.log(proxy) + rng.normal(0, 0.01, 20)
+    assert np.allclose(shrunk(score, proxy, np.zeros(20)), score)
+    # noise far above the residual spread: nothing is left but the proxy's trend
+    flat = shrunk(score, proxy, np.full(20, 1.0))
+    trend = np.polyval(np.polyfit(np.log(proxy), score, 1), np.log(proxy))
+    assert np.allclose(flat, trend)
+    # in between: the residuals shrink by one common factor, so their order is kept
+    mid = shrunk(score, proxy, np.full(20, 0.007))
+    assert fm.tau(mid - trend, score - trend) == pytest.approx(1.0)
+    assert 0 < np.std(mid - trend) < np.std(score - trend)
