@@ -155,6 +155,10 @@ def _print_front(study_dir: Path, *, robust: bool = False) -> None:
     if front.resolved is not None and not all(front.resolved):
         console.print("~ no: within 2 standard errors another trial is at least as good on every "
                       "objective; `hwnas pareto --robust` leaves these out")
+    if front.picked_on is not None or front.shrink_note:  # pareto.shrink: say what picked it
+        console.print(front.shrink_note or "front picked on the accuracies shrunk toward their "
+                      f"trend on the rung-0 prior ({cfg.schedule.prior}; pareto.shrink: prior); "
+                      "the values shown are the measured ones")
     if not front.n_feasible:
         budgets = "; ".join(f"{c.metric} in [{c.min}, {c.max}]" for c in cfg.constraints)
         console.print(f"no feasible trial yet (budgets: {budgets}); study in {study_dir}")
