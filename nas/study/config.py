@@ -265,8 +265,8 @@ def pareto_problems(cfg: Any) -> list[Problem]:
         return [Problem("pareto.shrink", "pulls trained accuracies toward their trend on the log "
                         f"of a positive rung-0 prior ({' or '.join(SHRINK_PRIORS)}), and "
                         f"schedule.prior is {prior!r}", cfg.pareto.shrink,
-                        "set schedule.prior: synflow (with schedule.type: sh), or drop "
-                        "pareto.shrink")]
+                        "set schedule.prior: synflow (with schedule.type: sh), or "
+                        "pareto.shrink: off (--set pareto.shrink=off)")]
     return []
 
 
