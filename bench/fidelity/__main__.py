@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from bench.fidelity import truth, worker
+from hwnas.common.devices import device_problem
 
 ARCHS = truth.DATA / "archs.json"
 DEFAULT_SPACES = "resnet:24,mbconv:12"
@@ -64,8 +65,6 @@ def _phases(text: str) -> tuple[str, ...] | None:
 
 
 def cmd_truth(args: argparse.Namespace) -> None:
-    from hwnas.common.devices import device_problem
-
     problem = device_problem(args.device, "--device")
     if problem is not None:  # no CUDA here: a clear error before any work
         raise SystemExit(f"truth: {problem}")

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from bench import ROOT
+from hwnas.common.devices import is_cuda, tf32_state
 
 DATA = ROOT / "bench" / "data" / "fidelity"
 MODELS = ROOT / ".hwnas_cache" / "fidelity"
@@ -196,8 +197,8 @@ def _model(unit: Unit, phase: str) -> torch.nn.Module:
 def _redo(unit: Unit) -> None:
     """Weights of a done unit that this machine lacks: recomputed (seeded, so identical on the
     same device). Weights trained on another device cannot be recomputed here."""
-    recorded = json.loads(unit.path.read_text()).get("device", "cpu") if unit.done() else DEVICE
-    if recorded != DEVICE:
+    recorded = _ran_on(json.loads(unit.path.read_text())) if unit.done() else DEVICE
+    if recorded != DEVICE.split(":")[0]:
         raise RuntimeError(
             f"truth: the weights of {unit.stem} were trained on {recorded!r} and are missing "
             f"from {MODELS}; recomputing them on {DEVICE!r} would give other weights than its "
@@ -212,7 +213,6 @@ def run_unit(unit: Unit, *, record: bool = True) -> dict[str, Any]:
     out.update(space=unit.space, arch=unit.arch, phase=unit.phase, seed=unit.seed,
                seconds=round(time.perf_counter() - start, 1))
     if record:
-        from hwnas.common.devices import is_cuda, tf32_state
         from hwnas.common.provenance import provenance
 
         out["provenance"] = provenance(DEVICE)
@@ -363,10 +363,15 @@ def truth_rows() -> list[dict[str, Any]]:
 
 def _device_of(unit: dict[str, Any]) -> str | None:
     """The device a unit ran on, as its provenance names it (a CPU model or a GPU name)."""
-    prov = unit.get("provenance")
-    if isinstance(prov, dict):
-        return prov.get("device")
-    return None if prov is None else str(prov).split("'device': '")[-1].split("'")[0]
+    return (unit.get("provenance") or {}).get("device")
+
+
+def _ran_on(unit: dict[str, Any]) -> str:
+    """``cpu`` or ``cuda``: the record's own field, else (records before it had one) read from
+    the device its provenance names."""
+    if "device" in unit:
+        return str(unit["device"]).split(":")[0]
+    return "cuda" if "NVIDIA" in (_device_of(unit) or "") else "cpu"
 
 
 def write_truth() -> Path:

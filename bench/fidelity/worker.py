@@ -5,6 +5,7 @@ under that name there."""
 from __future__ import annotations
 
 from bench.fidelity import bands, truth
+from hwnas.common.devices import is_cuda, set_tf32
 
 
 def run(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None,
@@ -13,8 +14,6 @@ def run(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None
     ``phases``: only units of these phases (None: all).
 
     Returns the number of units done."""
-    from hwnas.common.devices import is_cuda, set_tf32
-
     truth.DEVICE = device  # a spawned worker imports the module afresh
     if is_cuda(device):
         set_tf32(False)  # the truth is fp32; cuDNN would default to TF32

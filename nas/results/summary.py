@@ -128,10 +128,10 @@ def picked_values(cfg: StudyConfig, study: optuna.Study, ok: list[FrozenTrial],
     if len(ok) < 3 or any(v is None for v in x):
         return values, (f"pareto.shrink: prior needs 3 trained candidates with a rung-0 score; "
                         f"{sum(v is not None for v in x)} of {len(ok)} have one")
-    out = values.astype(float).copy()
+    out, noisy = values.astype(float).copy(), set(noisy_keys(cfg))
     for j, key in enumerate(o.key for o in cfg.objectives_resolved()):
         se = [t.user_attrs.get(f"{key}_se") for t in ok]
-        if key in noisy_keys(cfg) and all(v is not None for v in se):
+        if key in noisy and all(v is not None for v in se):
             out[:, j] = shrunk(values[:, j], np.array(x, float), np.array(se, float))
     return out, ""
 

@@ -117,3 +117,13 @@ def test_a_started_second_seed_is_never_displaced(tiny_truth: Path,
     finish("rn:b", "train", bands.SECOND_SEED)
     finish("rn:a", "score")  # faster, and done later: it must not take rn:b's place
     assert bands.second_seed_archs() == ["rn:b"]
+
+
+def test_records_before_the_device_field_are_judged_by_their_provenance(tiny_truth: Path) -> None:
+    # the first truth set's GPU units carry only their provenance's GPU name
+    train, score = (truth.Unit("resnet", ARCH, p) for p in ("train", "score"))
+    train.path.parent.mkdir(parents=True)
+    train.path.write_text(json.dumps({"phase": "train",
+                                      "provenance": {"device": "NVIDIA H100 80GB HBM3"}}))
+    with pytest.raises(RuntimeError, match="trained on 'cuda'"):
+        truth.run_unit(score)
