@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import hwnas  # noqa: F401  (first: it sets Ray's switches before a script imports Ray)
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent  # the repository root
 DATA = BENCH / "data"  # inputs and long-running jobs' outputs (fidelity truth, NB201 tables)

@@ -9,6 +9,7 @@ and ``analog``. Public names are resolved on first use, so ``import hwnas`` stay
 from __future__ import annotations
 
 import importlib
+import os
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -16,6 +17,13 @@ try:
     __version__ = version("hwnas")
 except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
+
+# Ray (2.45 on) turns a driver started by `uv run` into workers started by `uv run`, each in an
+# uploaded copy of the working directory, the .venv included: 6.2 GB per `ray.init` from this
+# checkout, which filled a CI machine's disk. Workers need only the driver's interpreter, which
+# Ray gives them without that copy (every node has hwnas installed: docs/multi_node.md). Ray reads
+# the switch when it is imported, hence here, before any `import ray`; set it to 1 to opt back in.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 # public name -> "module:attribute"
 _PUBLIC: dict[str, str] = {

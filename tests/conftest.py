@@ -12,6 +12,8 @@ import pytest
 import torch
 from xdist.scheduler import LoadScopeScheduling
 
+import hwnas  # noqa: F401  (sets Ray's uv switch before a test imports Ray)
+
 # Local Ray instances on the loopback address, whatever the machine's network interface. Ray 2.60
 # on Linux resolves ray.init(_node_ip_address="127.0.0.1") and `ray start --node-ip-address
 # 127.0.0.1` to the interface's address (192.0.2.2 on the CI VM); with this switch off the node
