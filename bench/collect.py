@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -53,12 +55,22 @@ def _reading(folder: Path, s: Section) -> str:
     if not path.is_file():
         raise ConfigError.one(f"bench/sections.py: {s.name}", "a section's reading must exist",
                               str(path), "write the reading there, or set reading=False")
-    return "\n\n" + path.read_text().strip()
+    return "\n\n" + _rebased(path.read_text().strip(), path.parent)
+
+
+# a markdown link or image whose target is a relative path (no scheme, anchor or root)
+LINK = re.compile(r"(!?\[[^\]]*\]\()(?![a-z]+:|#|/)([^)\s]+)(\))")
+
+
+def _rebased(text: str, folder: Path) -> str:
+    """``text``'s relative links, written from ``folder``, made relative to the repository root,
+    where BENCHMARKS.md lives (a result file's plot would otherwise be a broken image there)."""
+    return LINK.sub(lambda m: m[1] + os.path.relpath(folder / m[2], ROOT) + m[3], text)
 
 
 def _section(folder: Path, s: Section) -> str:
     """A result file's text, checked to name its commands, with a line saying where it lives."""
-    text = (folder / f"{s.name}.md").read_text().strip()
+    text = _rebased((folder / f"{s.name}.md").read_text().strip(), folder)
     missing = [c for c in s.commands if c not in text]
     if missing:
         raise ConfigError.one(f"{folder}/{s.name}.md", "a section must name its commands",

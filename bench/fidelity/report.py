@@ -201,31 +201,79 @@ def rows(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
             *derived_rows(ref, scores, bootstrap, timing, baselines=baselines)]
 
 
-def plot(table: pd.DataFrame, path: Path) -> None:
-    """Residual tau and cost-band concordance against seconds per candidate (log scale)."""
+def _plot_points(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One point per scorer: the median of its single runs on seeds disjoint from the truth's,
+    with their range (the truth's own seed left out: it shares the truth's draws)."""
+    conc_col = f"concordance, latency {BAND_RATIO}x"
+    every = max((r["archs"] for r in table), default=0)
+    points: dict[str, dict[str, Any]] = {}
+    for r in (r for r in table if r["archs"] == every):  # rows on fewer archs do not compare
+        name, sep, seed = str(r["scorer"]).rpartition(" seed ")
+        if sep and (not seed.split()[0].isdigit() or int(seed.split()[0]) == 0):
+            continue
+        x = r["s / candidate"] if np.isfinite(r["s / candidate"]) else r["s (its runs)"]
+        p = points.setdefault(name if sep else str(r["scorer"]),
+                              {"kind": r["kind"], "x": [], "residual tau": [], conc_col: []})
+        p["x"].append(max(float(x), 1e-3))
+        p["residual tau"].append(float(r["residual tau"]))
+        p[conc_col].append(_conc(r[conc_col]))
+    return points
+
+
+def _labels(ax: Any, spots: list[tuple[float, float, str]]) -> None:
+    """Each point's name to its right, the names of points in one decade of cost stacked apart
+    (the derived scorers all cost what `default` costs), joined to their points by a line."""
+    lo, hi = min(y for _, y, _ in spots), max(y for _, y, _ in spots)
+    gap = max(hi - lo, 0.1) * 0.055
+    by_cost: dict[float, list[tuple[float, float, str]]] = {}
+    for spot in spots:
+        by_cost.setdefault(np.floor(np.log10(spot[0])), []).append(spot)  # per decade
+    for group in by_cost.values():
+        group.sort(key=lambda s: s[1])
+        centre = float(np.mean([y for _, y, _ in group]))
+        start = centre - gap * (len(group) - 1) / 2
+        for i, (x, y, name) in enumerate(group):
+            ax.annotate(name, (x, y), xytext=(x * 3, start + i * gap), fontsize=6, va="center",
+                        arrowprops={"arrowstyle": "-", "lw": 0.3, "color": "0.6"})
+    ax.set_xscale("log")
+    ax.set_xlim(min(x for x, _, _ in spots) / 3, max(x for x, _, _ in spots) * 300)
+
+
+def plot(table: list[dict[str, Any]], path: Path) -> None:
+    """Residual tau and cost-band concordance against seconds per candidate (log scale), on the
+    same-archs table: a point per scorer (median of its single runs, bar: their range), the
+    goal lines, and the parameter count's concordance."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10, 4))
     conc_col = f"concordance, latency {BAND_RATIO}x"
+    points = _plot_points(table)
+    count = points.get("params", {}).get(conc_col, [np.nan])[0]
+    fig = Figure(figsize=(11, 4.5))
+    goals = {"residual tau": GOAL_RESIDUAL, conc_col: count + GOAL_OVER_PARAMS}
     for ax, col, label in zip(fig.subplots(1, 2), ("residual tau", conc_col),
                               ("Kendall tau of residuals after log(params)",
                                f"concordance on pairs with latency within {BAND_RATIO}x"),
                               strict=True):
-        for _, r in table.iterrows():
-            y = float(str(r[col]).split()[0])
-            x = r["s / candidate"] if np.isfinite(r["s / candidate"]) else r["s (its runs)"]
-            x = max(float(x), 1e-3)
-            color = {"free": "C2", "one run": "C0", "seed mean": "C1"}[r["kind"]]
-            ax.scatter(x, y, c=color, s=18)
-            ax.annotate(r["scorer"], (x, y), fontsize=6, xytext=(2, 2),
-                        textcoords="offset points")
-        ax.set_xscale("log")
+        spots = []
+        for name, p in points.items():
+            color = {"free": "C2", "one run": "C0", "seed mean": "C1"}[p["kind"]]
+            x, ys = float(np.median(p["x"])), np.array(p[col])
+            y = float(np.median(ys))
+            ax.errorbar(x, y, yerr=[[y - ys.min()], [ys.max() - y]], fmt="o", c=color, ms=4,
+                        capsize=2, lw=0.8)
+            spots.append((x, y, name))
+        _labels(ax, spots)
+        ax.axhline(goals[col], c="C3", ls="--", lw=0.8, label="goal")
+        if col == conc_col:
+            ax.axhline(count, c="C2", ls=":", lw=0.8, label="parameter count")
         ax.set_xlabel("seconds per candidate (median, 1 CPU thread)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    for kind, color in (("free baseline", "C2"), ("one run", "C0"), ("seed mean", "C1")):
+    for kind, color in (("free baseline", "C2"), ("single runs: median, range", "C0"),
+                        ("seed mean", "C1")):
         fig.axes[0].scatter([], [], c=color, label=kind)
-    fig.axes[0].legend(fontsize=7)
+    fig.axes[0].legend(fontsize=7, loc="lower right")
+    fig.axes[1].legend(fontsize=7, loc="lower right")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
 
@@ -324,9 +372,9 @@ def write(*, bootstrap: int = 2000) -> str:
     timing = pd.read_csv(TIMING) if TIMING.is_file() else None
     baselines = pd.read_csv(BASE_CSV) if BASE_CSV.is_file() else None
     table = pd.DataFrame(rows(truth, scores, bootstrap, timing, baselines))
-    plot(table, RESULTS / "fidelity" / "yardstick_v2.png")
-    text = markdown(table.to_dict("records")) + _same_archs(truth, scores, bootstrap, timing,
-                                                           baselines)
+    same = same_archs(truth, scores, bootstrap, timing, baselines)
+    plot(same[0] if same else table.to_dict("records"), RESULTS / "fidelity" / "yardstick_v2.png")
+    text = markdown(table.to_dict("records")) + (_same_archs_text(*same) if same else "")
     inside = reference(truth, baselines) if baselines is not None else None
     noise = (ceiling(truth_seeds, truth, inside) + "\n\n" + _calibration_text(calibrate(scores))
              + _front_text())
@@ -354,21 +402,28 @@ MAIN = ("default", (1, 2, 3, 4))  # the shipped recipe under the seeds disjoint 
 MAIN_RECIPES = ("quickstart", "default", "default_hwa", "e2_lean", "eco")
 
 
-def _same_archs(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
-                timing: pd.DataFrame | None, baselines: pd.DataFrame | None) -> str:
+def same_archs(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+               timing: pd.DataFrame | None, baselines: pd.DataFrame | None
+               ) -> tuple[list[dict[str, Any]], int, int] | None:
     """The headline comparison: every row on the same archs, those the shipped recipe scored
-    under both seeds disjoint from the truth's (rows over different archs do not compare)."""
+    under every seed disjoint from the truth's (rows over different archs do not compare), with
+    how many archs that is and how many are inside the budget (None: fewer than 3)."""
     recipe, seeds = MAIN
     mine = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)]
     held = [a for a, n in mine.groupby("arch").size().items() if n == len(seeds)]
     if len(held) < 3:
-        return ""
+        return None
     keep = scores[scores.arch.isin(held) & scores.recipe.isin(MAIN_RECIPES)]
     base = baselines[baselines.arch.isin(held)] if baselines is not None else None
     table = rows(truth[truth.arch.isin(held)], keep, bootstrap, timing, base)
     inside = len(reference(truth[truth.arch.isin(held)], base if base is not None
                            else pd.DataFrame(columns=["arch", "latency_ms"])))
-    return (f"\n\nThe same measures on the same archs: the {len(held)} that `{recipe}` scored "
+    return table, len(held), inside
+
+
+def _same_archs_text(table: list[dict[str, Any]], held: int, inside: int) -> str:
+    recipe, seeds = MAIN
+    return (f"\n\nThe same measures on the same archs: the {held} that `{recipe}` scored "
             f"under seeds {', '.join(map(str, seeds))}, {inside} of them inside the "
             f"{BUDGET_MS:g} ms budget (the comparison to read):\n\n"
             + markdown(table) + _goals_text(table))

@@ -3,6 +3,7 @@ section that does not name its commands fails here (and in CI)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,17 @@ def test_a_reading_follows_its_section_and_must_exist(tmp_path: Path) -> None:
     (folder / "readings").mkdir()
     (folder / "readings" / "a.md").write_text("Reading: fast.\n")
     assert "`python -m bench.x`\n\nReading: fast.\n\n*Result file: " in collect(folder, sections)
+
+
+def test_relative_links_point_from_the_root_where_benchmarks_md_lives(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, a="## A `c`\n\n![plot](sub/p.png) [web](https://x.org/a.png) "
+                                 "[here](#a) [abs](/etc/x)")
+    (folder / "readings").mkdir()
+    (folder / "readings" / "a.md").write_text("![r](../sub/q.png)\n")
+    text = collect(folder, (Section("a", ("c",), reading=True),))
+    targets = re.findall(r"\]\(([^)]+)\)", text)
+    assert targets[1:] == ["https://x.org/a.png", "#a", "/etc/x", targets[-1]]
+    assert (ROOT / targets[0]).resolve() == (folder / "sub" / "p.png").resolve()
+    assert (ROOT / targets[-1]).resolve() == (folder / "sub" / "q.png").resolve()
+    shipped = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (ROOT / "BENCHMARKS.md").read_text())
+    assert shipped and all((ROOT / t).is_file() for t in shipped)
