@@ -262,9 +262,11 @@ def plot(table: list[dict[str, Any]], path: Path) -> None:
             ax.errorbar(x, y, yerr=[[y - ys.min()], [ys.max() - y]], fmt="o", c=color, ms=4,
                         capsize=2, lw=0.8)
             spots.append((x, y, name))
-        _labels(ax, spots)
-        ax.axhline(goals[col], c="C3", ls="--", lw=0.8, label="goal")
-        if col == conc_col:
+        if spots:
+            _labels(ax, spots)
+        if np.isfinite(goals[col]):  # no count row (no baselines): no concordance bar
+            ax.axhline(goals[col], c="C3", ls="--", lw=0.8, label="goal")
+        if col == conc_col and np.isfinite(count):
             ax.axhline(count, c="C2", ls=":", lw=0.8, label="parameter count")
         ax.set_xlabel("seconds per candidate (median, 1 CPU thread)")
         ax.set_ylabel(label)
@@ -273,7 +275,8 @@ def plot(table: list[dict[str, Any]], path: Path) -> None:
                         ("seed mean", "C1")):
         fig.axes[0].scatter([], [], c=color, label=kind)
     fig.axes[0].legend(fontsize=7, loc="lower right")
-    fig.axes[1].legend(fontsize=7, loc="lower right")
+    if fig.axes[1].get_legend_handles_labels()[0]:
+        fig.axes[1].legend(fontsize=7, loc="lower right")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
 

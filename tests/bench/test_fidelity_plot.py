@@ -40,3 +40,10 @@ def test_the_plot_is_written(tmp_path: Path) -> None:
     out = tmp_path / "yard.png"
     report.plot(TABLE, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_without_a_count_row_the_plot_has_no_concordance_bar(tmp_path: Path) -> None:
+    out = tmp_path / "yard.png"
+    report.plot([r for r in TABLE if r["scorer"] != "params"], out)
+    report.plot([], tmp_path / "empty.png")
+    assert out.is_file() and (tmp_path / "empty.png").is_file()
