@@ -162,9 +162,19 @@ def next_unit(units: list[Unit]) -> Unit | None:
         need = NEEDS[unit.phase]
         if unit.done() or (need and not unit.at(need).done()):
             continue
+        if need and not _weights_here(unit.at(need)):
+            continue  # its weights live on the machine that trained them: that one takes it
         if _claim(unit):
             return unit
     return None
+
+
+def _weights_here(done: Unit) -> bool:
+    """Whether this machine has, or can recompute, the weights of a finished unit: recomputing
+    is only faithful on the device its record names (``_redo``)."""
+    if (MODELS / f"{done.stem}.pt").is_file():
+        return True
+    return _ran_on(json.loads(done.path.read_text())) == DEVICE.split(":")[0]
 
 
 # -- the work -----------------------------------------------------------------------------------
@@ -202,7 +212,7 @@ def _redo(unit: Unit) -> None:
         raise RuntimeError(
             f"truth: the weights of {unit.stem} were trained on {recorded!r} and are missing "
             f"from {MODELS}; recomputing them on {DEVICE!r} would give other weights than its "
-            "record. Unpack the archive that brought the record (tar -xf truth_train.tar at the "
+            "record. Unpack the archive that brought the record (tar -xf truth_units.tar at the "
             "repository root), or delete the record to train it again here.")
     run_unit(unit, record=False)
 

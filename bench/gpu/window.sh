@@ -4,11 +4,14 @@
 # campaign parts that need nothing beyond the device image's packages. Run it from the repository
 # root on the device machine, carrying data/fashion-mnist (docs/gpu.md, "A short window"):
 #
-#     bash bench/gpu/window.sh                     # $OUT: truth_train.tar, window.log, <part>.json
+#     bash bench/gpu/window.sh                     # $OUT: truth_units.tar, window.log, <part>.json
 #
 # Knobs (environment): DEVICE (cuda), TRUTH_MIN (3: minutes in which truth units are taken;
 # 0 skips), TRUTH_WORKERS (4), PARTS ("latency roofline fit predictors"), PART_BUDGET (45 s per
-# part), SMOKE (1: the campaign's tiny settings, for the CPU dry run), PYTHON (python3).
+# part), SMOKE (1: the campaign's tiny settings, for the CPU dry run), PYTHON (python3), KIT
+# (.gpu: a folder holding an aihwkit wheel built for the image and openblas.tar.xz, see
+# docs/gpu.md; with it the truth also scores and runs HWA), PHASES (the truth's phases: train,
+# or train,score,hwa,score_hwa where the kit is there).
 set -euo pipefail
 : "${OUT:?set OUT to the folder whose files come back (the device machine sets it)}"
 DEVICE=${DEVICE:-cuda}
@@ -29,14 +32,26 @@ fi
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>/dev/null || true
 } >> "$LOG" 2>&1
 
+# aihwkit, which the image lacks, from the carried kit: the truth's scoring and HWA units need
+# it (its fast path runs on the GPU; the compiled tiles only need to load, with their OpenBLAS).
+KIT=${KIT:-.gpu}
+if compgen -G "$KIT/aihwkit-*.whl" > /dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --target /tmp/kit "$KIT"/aihwkit-*.whl >> "$LOG" 2>&1
+  mkdir -p /tmp/kit-lib && tar -xJf "$KIT/openblas.tar.xz" -C /tmp/kit-lib
+  export PYTHONPATH=/tmp/kit:$PYTHONPATH LD_LIBRARY_PATH=/tmp/kit-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  PHASES=${PHASES:-train,score,hwa,score_hwa}
+  "$PY" -c "import aihwkit; print('aihwkit', aihwkit.__version__)" >> "$LOG" 2>&1
+fi
+PHASES=${PHASES:-train}
+
 status=0
-# 1. Truth: training units only (scoring needs aihwkit, which this image lacks), fp32 with TF32
-#    off; records and weights come back as one archive, unpacked at the repository root here.
+# 1. Truth: the units of PHASES, fp32 with TF32 off; records and weights come back as one
+#    archive, unpacked at the repository root here.
 if [ "$TRUTH_MIN" != 0 ]; then
   hours=$("$PY" -c "print($TRUTH_MIN / 60)")
   timeout $(( TRUTH_MIN * 60 + 120 )) "$PY" -m bench.fidelity truth --device "$DEVICE" \
-      --phases train --workers "$TRUTH_WORKERS" --threads 2 --hours "$hours" \
-      --pack "$OUT/truth_train.tar" >> "$LOG" 2>&1 || status=$?
+      --phases "$PHASES" --workers "$TRUTH_WORKERS" --threads 2 --hours "$hours" \
+      --pack "$OUT/truth_units.tar" >> "$LOG" 2>&1 || status=$?
 fi
 
 # 2. Campaign parts, each within its budget; a failed part is recorded in its file.

@@ -72,6 +72,29 @@ def test_weights_trained_elsewhere_are_not_silently_retrained(tiny_truth: Path) 
     assert not score.done()
 
 
+def test_a_worker_passes_over_units_whose_weights_are_elsewhere(tiny_truth: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    # A GPU window scores the archs it trained; the CPU-trained ones wait for the CPU workers.
+    other = "rn:s16-d1r1c24"
+    for arch, device in ((ARCH, "cuda"), (other, "cpu")):
+        unit = truth.Unit("resnet", arch, "train")
+        unit.path.parent.mkdir(parents=True, exist_ok=True)
+        unit.path.write_text(json.dumps({"device": device, "phase": "train"}))
+    units = truth.with_phases(truth.plan({"resnet": [ARCH, other]}), ("score",))
+    assert truth.next_unit(units) == truth.Unit("resnet", other, "score")  # cpu may recompute
+    truth._release(truth.Unit("resnet", other, "score"))
+    monkeypatch.setattr(truth, "DEVICE", "cuda")
+    mine = truth.Unit("resnet", ARCH, "score")
+    assert truth.next_unit(units) == mine  # trained on cuda: a cuda machine may recompute
+    truth._release(mine)
+    mine.path.write_text("{}")
+    assert truth.next_unit(units) is None  # the cpu-trained arch has no weights here
+    truth.MODELS.mkdir(parents=True)
+    torch.save({}, truth.MODELS / f"{truth.Unit('resnet', other, 'train').stem}.pt")
+    assert truth.next_unit(units) == truth.Unit("resnet", other, "score")  # carried weights
+
+
 def test_phase_selection_keeps_plan_order() -> None:
     units = truth.plan({"resnet": ["rn:s16-d1r1c16", "rn:s16-d1r1c24"]})
     trains = truth.with_phases(units, ("train",))
