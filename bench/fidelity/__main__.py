@@ -71,24 +71,30 @@ def cmd_truth(args: argparse.Namespace) -> None:
     phases = _phases(args.phases)
     spaces = truth_archs(args.spaces) if args.plan == "v1" else None
     seconds = None if args.hours is None else args.hours * 3600  # 0: take no unit
-    start, failed = time.time(), 0
-    work = (spaces, args.threads, seconds, args.device, phases)
-    if args.workers == 1:
-        worker.run(*work)
-    else:
-        ctx = mp.get_context("spawn")
-        procs = [ctx.Process(target=worker.run, args=work) for _ in range(args.workers)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join()
-        failed = sum(p.exitcode != 0 for p in procs)
-    print(f"truth: {truth.write_truth()}")
-    if args.pack:
-        packed = truth.pack(Path(args.pack), start)
-        print(f"truth: packed {len(packed)} files into {args.pack}")
+    start = time.time()
+    try:
+        failed = _run_workers(args.workers, (spaces, args.threads, seconds, args.device, phases))
+    finally:  # an interrupted run (Ctrl-C, a window's `timeout -s INT`) keeps what it finished
+        if args.pack:  # first: on a device machine the archive is all that comes back
+            packed = truth.pack(Path(args.pack), start)
+            print(f"truth: packed {len(packed)} files into {args.pack}")
+        print(f"truth: {truth.write_truth()}")
     if failed:  # the finished units are kept; the command still says the run went wrong
         raise SystemExit(f"truth: {failed} of {args.workers} workers failed (exit codes above)")
+
+
+def _run_workers(n: int, work: tuple) -> int:
+    """Run ``n`` truth workers (in this process when one); returns how many failed."""
+    if n == 1:
+        worker.run(*work)
+        return 0
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=worker.run, args=work) for _ in range(n)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    return sum(p.exitcode != 0 for p in procs)
 
 
 def cmd_bands(args: argparse.Namespace) -> None:

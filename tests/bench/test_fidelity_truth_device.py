@@ -95,6 +95,29 @@ def test_a_worker_passes_over_units_whose_weights_are_elsewhere(tiny_truth: Path
     assert truth.next_unit(units) == truth.Unit("resnet", other, "score")  # carried weights
 
 
+def test_an_interrupted_run_still_packs_what_it_finished(tiny_truth: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # A device window stops the truth with SIGINT at its time limit; the finished units must
+    # still come back in the archive, and the interruption must still stop the command.
+    from bench.fidelity import __main__ as cli
+
+    unit = truth.Unit("resnet", ARCH, "train")
+
+    def finish_one_then_stop(*_: object) -> int:
+        unit.path.parent.mkdir(parents=True, exist_ok=True)
+        unit.path.write_text(json.dumps({"space": "resnet", "arch": ARCH, "phase": "train",
+                                         "seed": 0, "device": "cpu", "acc_digital": 0.5}))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(worker, "run", finish_one_then_stop)
+    archive = tiny_truth / "out/truth_units.tar"
+    args = cli.parse(["truth", "--workers", "1", "--hours", "1", "--pack", str(archive)])
+    with pytest.raises(KeyboardInterrupt):
+        args.run(args)
+    with tarfile.open(archive) as tar:
+        assert tar.getnames() == [f"bench/data/fidelity/units/{unit.stem}.json"]
+
+
 def test_phase_selection_keeps_plan_order() -> None:
     units = truth.plan({"resnet": ["rn:s16-d1r1c16", "rn:s16-d1r1c24"]})
     trains = truth.with_phases(units, ("train",))

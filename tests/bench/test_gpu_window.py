@@ -31,6 +31,12 @@ def test_the_dry_run_returns_each_part_and_the_log(tmp_path: Path) -> None:
     assert "fit:" in log and "cuda False" in log
 
 
+def test_no_parts_leaves_the_window_to_the_truth(tmp_path: Path) -> None:
+    run = _window(tmp_path, DEVICE="cpu", TRUTH_MIN="0", PARTS="")
+    assert run.returncode == 0, (tmp_path / "window.log").read_text()[-2000:]
+    assert [p.name for p in tmp_path.iterdir()] == ["window.log"]
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error where CUDA is missing")
 def test_cuda_without_a_gpu_fails_naming_the_rule(tmp_path: Path) -> None:
     run = _window(tmp_path, TRUTH_MIN="1", PARTS="fit", PART_BUDGET="20")
