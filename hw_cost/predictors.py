@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,6 +95,21 @@ def measured_rows(setting: Setting, cache: CostCache) -> list[dict]:
             and not r["options"].get("channels_last") and not r["options"].get("compile")]
 
 
+def measure_more(setting: Setting, cache: CostCache, n: int, *, seed: int = 0,
+                 go_on: Callable[[int], bool] = lambda _: True) -> int:
+    """Measure up to ``n`` random archs of the setting that the cache lacks, while
+    ``go_on(measured so far)`` holds (a caller with a time budget stops there); returns how
+    many were measured."""
+    known = [r["arch"] for r in measured_rows(setting, cache)]
+    done = 0
+    for arch in sample_archs(setting.space, n, seed=seed + 1, exclude=known):
+        if not go_on(done):
+            break
+        setting.cost(arch, cache)
+        done += 1
+    return done
+
+
 def build_lut(setting: Setting, cache: CostCache, *, n: int = 20, seed: int = 0) -> dict:
     """Time every distinct block of ``n`` random archs, measure those archs whole, calibrate.
 
@@ -154,9 +169,7 @@ def evaluate(setting: Setting, cache: CostCache, *, measure: int = 0, holdout: f
                               "pass --target median")
     key = TARGETS[target]
     LatencyRegressor(regressor)  # an unknown family fails before minutes of measuring
-    known = [r["arch"] for r in measured_rows(setting, cache)]
-    for arch in sample_archs(setting.space, measure, seed=seed + 1, exclude=known):
-        setting.cost(arch, cache)
+    measure_more(setting, cache, measure, seed=seed)
     rows = measured_rows(setting, cache)
     cal = setting.lut(cache).load_calibration(setting.lut_key, key)
     calib = set(cal.archs) if cal else set()

@@ -21,7 +21,7 @@ from bench.gpu.context import Context, Goal, Report, bare_times_ms, cov, part
 from hw_cost.cache import CostCache
 from hw_cost.latency import StopRule, measure_latency, prepare
 from hw_cost.options import DTYPES
-from hw_cost.predictors import Setting, build_lut, evaluate, measured_rows, sample_archs
+from hw_cost.predictors import Setting, build_lut, evaluate, measure_more
 from hw_cost.roofline import measure_ceilings, roofline_point
 from hw_cost.static import static_costs
 from hwnas.common.devices import tf32_block
@@ -99,7 +99,10 @@ def predictors_part(ctx: Context) -> Report:
             setting = Setting(space, SHAPE, device=ctx.device, batch_size=1, threads=1,
                               block_rule=_rule(ctx), model_rule=_rule(ctx), tf32=False)
             lut = build_lut(setting, cache, n=lut_archs, seed=ctx.seed)
-            _measure_within(ctx, setting, cache, measured)
+            # one arch's stable timing takes seconds on a GPU, so a fixed count can outrun a
+            # short window: measure while the budget lasts, four archs at least (held out)
+            measure_more(setting, cache, measured, seed=ctx.seed,
+                         go_on=lambda done: done < 4 or ctx.left() >= 15)
             out[space] = {"lut_fit": lut, **evaluate(setting, cache, seed=ctx.seed)}
         cache.close()
     shares = [p["within_10"] for r in out.values() for p in r["predictors"].values()]
@@ -108,16 +111,6 @@ def predictors_part(ctx: Context) -> Report:
                                            for r in out.values()) if shares else None,
                              ">=", 0.95)],
                   {"dtype": "fp32", "tf32": False, "batch": 1})
-
-
-def _measure_within(ctx: Context, setting: Setting, cache: CostCache, n: int) -> None:
-    """Measure up to ``n`` new random archs, stopping when the part's budget runs low: one
-    arch's stable timing takes seconds on a GPU, so a fixed count can outrun a short window."""
-    known = [r["arch"] for r in measured_rows(setting, cache)]
-    for i, arch in enumerate(sample_archs(setting.space, n, seed=ctx.seed + 1, exclude=known)):
-        if i >= 4 and ctx.left() < 15:  # four held-out archs at least, so the score exists
-            break
-        setting.cost(arch, cache)
 
 
 @part("roofline")

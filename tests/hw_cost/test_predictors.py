@@ -10,7 +10,15 @@ from torch import nn
 
 import hw_cost.roofline as roofline
 from hw_cost.lut import LatencyLUT, block_signature, iter_blocks, record_blocks
-from hw_cost.predictors import Setting, build_lut, evaluate, predict_latency, scores
+from hw_cost.predictors import (
+    Setting,
+    build_lut,
+    evaluate,
+    measure_more,
+    measured_rows,
+    predict_latency,
+    scores,
+)
 from hw_cost.regressor import REGRESSORS, LatencyRegressor
 from hwnas.common.errors import ConfigError
 from search_spaces import get_space
@@ -93,6 +101,14 @@ def test_regressor_needs_data_and_a_known_family():
         LatencyRegressor("gbr").fit(_synthetic_rows(3, 0))
     with pytest.raises(ConfigError, match="regressor: must be one of"):
         LatencyRegressor("transformer")
+
+
+def test_measure_more_stops_when_told_and_skips_what_is_cached(setting, cache):
+    assert measure_more(setting, cache, 5, seed=0, go_on=lambda done: done < 2) == 2
+    assert len(measured_rows(setting, cache)) == 2
+    # the same seed draws the same archs; the two cached ones are not measured again
+    assert measure_more(setting, cache, 3, seed=0) == 3
+    assert len({r["arch"] for r in measured_rows(setting, cache)}) == 5
 
 
 @pytest.mark.slow
