@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from bench import ROOT
-from hwnas.common.devices import is_cuda, tf32_state
+from hwnas.common.devices import deterministic_state, is_cuda, tf32_state
 
 DATA = ROOT / "bench" / "data" / "fidelity"
 MODELS = ROOT / ".hwnas_cache" / "fidelity"
@@ -206,7 +206,9 @@ def _model(unit: Unit, phase: str) -> torch.nn.Module:
 
 def _redo(unit: Unit) -> None:
     """Weights of a done unit that this machine lacks: recomputed (seeded, so identical on the
-    same device). Weights trained on another device cannot be recomputed here."""
+    same device: on a GPU, the worker's deterministic kernels, same GPU and software; records
+    written before those were set say so by lacking ``deterministic``). Weights trained on
+    another device cannot be recomputed here."""
     recorded = _ran_on(json.loads(unit.path.read_text())) if unit.done() else DEVICE
     if recorded != DEVICE.split(":")[0]:
         raise RuntimeError(
@@ -229,6 +231,7 @@ def run_unit(unit: Unit, *, record: bool = True) -> dict[str, Any]:
         out["device"] = DEVICE
         if is_cuda(DEVICE):  # fp32 means TF32 off (the worker sets it); say what was in force
             out["tf32"] = tf32_state()
+            out["deterministic"] = deterministic_state()
         unit.path.parent.mkdir(parents=True, exist_ok=True)
         unit.path.write_text(json.dumps(out, indent=1, default=str))
     return out

@@ -9,6 +9,7 @@ problem before raising.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -89,3 +90,29 @@ def tf32_block(enabled: bool) -> Iterator[dict[str, bool]]:
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before["matmul"]
         torch.backends.cudnn.allow_tf32 = before["cudnn"]
+
+
+# cuBLAS's deterministic workspace (NVIDIA's documented setting); read when cuBLAS starts.
+CUBLAS_WORKSPACE = ":4096:8"
+
+
+def set_deterministic() -> dict[str, object]:
+    """Deterministic CUDA kernels for a seeded run: cuDNN's deterministic convolutions (no
+    autotuning), cuBLAS's fixed workspace and torch's deterministic implementations, so a seeded
+    training recomputes the same weights on the same GPU and software. An op that has no
+    deterministic kernel warns instead of stopping the run (``warn_only``). Call it before the
+    first CUDA operation: cuBLAS reads its workspace setting once. Returns the settings now."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    return deterministic_state()
+
+
+def deterministic_state() -> dict[str, object]:
+    """The determinism settings in force, as a unit record stores them."""
+    return {"cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            "algorithms": bool(torch.are_deterministic_algorithms_enabled()),
+            "warn_only": bool(torch.is_deterministic_algorithms_warn_only_enabled()),
+            "cublas_workspace": os.environ.get("CUBLAS_WORKSPACE_CONFIG")}

@@ -14,7 +14,9 @@ from hwnas.common.devices import (
     NO_CUDA_RULE,
     device_problem,
     is_cuda,
+    deterministic_state,
     require_device,
+    set_deterministic,
     set_tf32,
     tf32_block,
     tf32_state,
@@ -77,6 +79,23 @@ def test_tf32_is_set_explicitly_and_restored(enabled):
     assert old == before
     set_tf32(before["matmul"])
     torch.backends.cudnn.allow_tf32 = before["cudnn"]
+
+
+def test_deterministic_kernels_are_set_and_recorded(monkeypatch):
+    """The truth's GPU workers call this before any CUDA work: every switch on, cuBLAS's
+    workspace set, and ops without a deterministic kernel warn rather than stop a run."""
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    before = (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
+              torch.are_deterministic_algorithms_enabled(),
+              torch.is_deterministic_algorithms_warn_only_enabled())
+    try:
+        state = set_deterministic()
+        assert state == deterministic_state() == {
+            "cudnn_deterministic": True, "cudnn_benchmark": False, "algorithms": True,
+            "warn_only": True, "cublas_workspace": ":4096:8"}
+    finally:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = before[:2]
+        torch.use_deterministic_algorithms(before[2], warn_only=before[3])
 
 
 def test_nvidia_smi_without_the_tool_says_unknown(monkeypatch):
