@@ -33,6 +33,7 @@ from hwnas.common.devices import device_problem
 
 ARCHS = truth.DATA / "archs.json"
 DEFAULT_SPACES = "resnet:24,mbconv:12"
+SPACES = ("resnet", "mbconv")  # the truth's spaces (truth.TAGS)
 # The quickstart's 5 ms latency budget keeps resnet archs up to about this size (MACs at the
 # reference 3x32x32 input): larger ones are never trained by such a study, and each costs hours
 # of CPU to train for the truth.
@@ -111,8 +112,7 @@ def cmd_bands(args: argparse.Namespace) -> None:
 def cmd_baselines(args: argparse.Namespace) -> None:
     from bench.fidelity import baselines
 
-    archs = [a for a in truth_archs(DEFAULT_SPACES).get("resnet", []) + _banded("resnet")]
-    table = baselines.compute("resnet", list(dict.fromkeys(archs)),
+    table = baselines.compute(args.space, _space_archs(args.space),
                               [int(s) for s in args.seeds.split(",")])
     print(f"baselines: {len(table)} rows in {baselines.BASELINES}")
 
@@ -121,6 +121,13 @@ def _banded(space: str) -> list[str]:
     from bench.fidelity import bands
 
     return bands.band_archs(space)
+
+
+def _space_archs(space: str, spec: str = DEFAULT_SPACES) -> list[str]:
+    """A space's truth archs: resnet's first set (archs.json) and its bands; mbconv's bands
+    (its first set was never trained: truth v2 replaced it)."""
+    first = truth_archs(spec).get(space, []) if space == "resnet" else []
+    return list(dict.fromkeys(first + _banded(space)))
 
 
 def cmd_front(args: argparse.Namespace) -> None:
@@ -139,14 +146,13 @@ def cmd_score(args: argparse.Namespace) -> None:
 
     from bench.fidelity import recipes
 
-    spaces = truth_archs(args.spaces)
     names = list(recipes.RECIPES) if args.recipes == "all" else args.recipes.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
-    archs = list(dict.fromkeys(spaces.get("resnet", []) + _banded("resnet")))
+    archs = _space_archs(args.space, args.spaces)
     if args.max_latency:  # the search's pool: archs a study with that budget would train
         from bench.fidelity import bands
 
-        lat = bands.measure("resnet", archs)
+        lat = bands.measure(args.space, archs)
         archs = [a for a in archs if lat[a]["latency_ms"] <= args.max_latency]
     if args.with_truth:  # the ranking needs both sides: skip archs the truth does not hold yet
         path = truth.DATA / "truth.csv"
@@ -203,7 +209,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     s.add_argument("--spaces", default=DEFAULT_SPACES)
     s.add_argument("--recipes", default="all")
     s.add_argument("--seeds", default="0,1")
-    s.add_argument("--archs", type=int, default=24, help="first N resnet truth archs")
+    s.add_argument("--space", choices=SPACES, default="resnet", help="whose truth archs")
+    s.add_argument("--archs", type=int, default=24, help="first N truth archs of the space")
     s.add_argument("--with-truth", action="store_true",
                    help="only archs truth.csv already holds")
     s.add_argument("--threads", type=int, default=1)
@@ -220,6 +227,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     f.set_defaults(run=cmd_front)
     z = sub.add_parser("baselines", help="params, MACs, latency, zero-cost proxies per arch")
     z.add_argument("--seeds", default="1,2", help="initialisation seeds of the proxies")
+    z.add_argument("--space", choices=SPACES, default="resnet", help="whose truth archs")
     z.set_defaults(run=cmd_baselines)
     m = sub.add_parser("time", help="seconds per candidate of every recipe, in one run")
     m.add_argument("--spaces", default=DEFAULT_SPACES)

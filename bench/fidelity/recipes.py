@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from bench.fidelity.truth import DATA, ROOT, by_cost
+from bench.fidelity.truth import DATA, ROOT, by_cost, space_of
 
 SCORES = DATA / "scores.csv"
 TIMING = DATA / "timing.csv"  # `bench.fidelity time`: seconds per candidate, all recipes in one run
@@ -93,11 +93,13 @@ TIMING_ONLY: dict[str, dict[str, Any]] = {
 }
 
 
-def study(recipe: str, seed: int) -> dict[str, Any]:
+def study(recipe: str, seed: int, space: str = "resnet") -> dict[str, Any]:
+    """The recipe as a one-trial study of ``space`` (the recipes are the same on every space:
+    the quickstart's training and scoring)."""
     raw = copy.deepcopy(BASE)
     for key, value in {**RECIPES, **TIMING_ONLY}[recipe].items():
         raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
-    raw["seed"] = seed
+    raw["seed"], raw["space"] = seed, space
     return raw
 
 
@@ -116,11 +118,14 @@ def score_all(archs: list[str], recipes: list[str], seeds: list[int], *, threads
 
     torch.set_num_threads(threads)
     done = _done()
-    evaluators = {(r, s): Evaluator(validate_study(study(r, s))) for r in recipes for s in seeds}
-    for arch in by_cost("resnet", archs):  # every recipe on one arch before the next arch
-        for (recipe, seed), evaluator in evaluators.items():
-            if (recipe, seed, arch) not in done:
-                _append(_score_one(evaluator, recipe, seed, arch))
+    for space in dict.fromkeys(space_of(a) for a in archs):  # resnet, then mbconv
+        evaluators = {(r, s): Evaluator(validate_study(study(r, s, space)))
+                      for r in recipes for s in seeds}
+        mine = [a for a in archs if space_of(a) == space]
+        for arch in by_cost(space, mine):  # every recipe on one arch before the next arch
+            for (recipe, seed), evaluator in evaluators.items():
+                if (recipe, seed, arch) not in done:
+                    _append(_score_one(evaluator, recipe, seed, arch))
 
 
 def time_all(archs: list[str], recipes: list[str], *, threads: int, seed: int = 0) -> Path:

@@ -55,6 +55,19 @@ TRUTH: dict[str, Any] = {
 DEVICE = "cpu"
 
 
+# An arch string's tag names its space (docs/spaces.md): the truth's spaces.
+TAGS = {"rn": "resnet", "mb": "mbconv"}
+
+
+def space_of(arch: str) -> str:
+    """The truth space an arch string belongs to, from its tag (``rn:...`` is resnet)."""
+    tag = arch.partition(":")[0]
+    if tag not in TAGS:
+        raise ValueError(f"truth: arch {arch!r} has tag {tag!r}, not one of the truth's spaces "
+                         f"{TAGS}; give a resnet (rn:) or mbconv (mb:) arch string")
+    return TAGS[tag]
+
+
 @dataclass(frozen=True)
 class Unit:
     space: str

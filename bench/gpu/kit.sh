@@ -33,8 +33,11 @@ mkdir -p "$KIT" "$WORK"
 [ -x "$WORK/venv/bin/pip" ] || "$PY312" -m venv "$WORK/venv"
 "$WORK/venv/bin/pip" install -q "torch==$TORCH" 'scikit-build>=0.18.1' 'cmake>=4.2.1' \
     'pybind11>=3.0.1' ninja mypy numpy scipy
-# 2. The sdist the lock file names, checked against its hash.
-"$WORK/venv/bin/pip" download -q --no-deps --no-binary :all: -d "$WORK" "aihwkit==$AIHWKIT"
+# 2. The sdist the lock file names (its address and hash), checked against that hash.
+url=$(grep -o "https://[^\"]*/aihwkit-$AIHWKIT.tar.gz" uv.lock | head -1)
+[ -n "$url" ] || { echo "kit: uv.lock names no aihwkit-$AIHWKIT sdist" >&2; exit 2; }
+"$PY312" -c "import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])" \
+    "$url" "$WORK/aihwkit-$AIHWKIT.tar.gz"
 echo "$SDIST_SHA256  $WORK/aihwkit-$AIHWKIT.tar.gz" | sha256sum -c -
 # 3. The wheel (no build isolation: it must see the torch installed above).
 PATH="$WORK/venv/bin:$PATH" "$WORK/venv/bin/pip" wheel -q --no-deps --no-build-isolation \

@@ -12,9 +12,9 @@ from hw_cost.latency import measure_latency
 from hw_cost.roofline import ceilings_key, measure_ceilings
 from hwnas.common.devices import (
     NO_CUDA_RULE,
+    deterministic_state,
     device_problem,
     is_cuda,
-    deterministic_state,
     require_device,
     set_deterministic,
     set_tf32,

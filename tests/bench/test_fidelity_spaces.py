@@ -1,0 +1,69 @@
+"""The fidelity bench ranks each truth space on its own: an mbconv truth gets its own table, its
+recipes run as mbconv studies, and no resnet arch leaks into it (or the other way)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.fidelity import measures as fm
+from bench.fidelity import recipes, report
+from bench.fidelity.truth import space_of
+from nas.study.config import validate_study
+
+RN = [f"rn:s16-d1r1c{w}" for w in (16, 24, 32, 48, 64)]
+MB = [f"mb:re-s8-k3e{e}c16d1-k3e1c24d1-k3e1c40d1-k3e1c80d1-k3e1c96d1" for e in (1, 3, 4, 6)]
+
+
+def _frames(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    archs = RN + MB
+    params = rng.integers(10_000, 900_000, len(archs)).astype(float)
+    acc = 0.6 + 0.3 * rng.random(len(archs))
+    truth = pd.DataFrame({"space": [space_of(a) for a in archs], "arch": archs, "seed": 0,
+                          "recipe": "digital", "params": params, "acc_pcm@1d": acc})
+    base = pd.DataFrame({"space": truth.space, "arch": archs, "seed": 1, "params": params,
+                         "macs": params * 50, "latency_ms": 1.0 + 3.0 * rng.random(len(archs)),
+                         "synflow": rng.random(len(archs)), "synflow_s": 0.1,
+                         "naswot": rng.random(len(archs)), "naswot_s": 0.1})
+    scores = pd.DataFrame([{"recipe": "default", "seed": s, "arch": a,
+                            "acc_digital": 0.9, "acc": x + 0.02 * rng.standard_normal(),
+                            "acc_se": 0.01, "acc_std": 0.02, "repeats": 3, "images": 500,
+                            "seconds": 50.0, "train_seconds": 40.0, "hwa_seconds": 0.0,
+                            "train_loss_sum": -x}
+                           for s in (1, 2) for a, x in zip(archs, acc, strict=True)])
+    return truth, scores, base
+
+
+def test_an_arch_strings_tag_names_its_space() -> None:
+    assert [space_of(a) for a in (RN[0], MB[0])] == ["resnet", "mbconv"]
+    with pytest.raises(ValueError, match="tag 'vit'"):
+        space_of("vit:e64-d4")
+
+
+@pytest.mark.parametrize("space", ["resnet", "mbconv"])
+def test_a_recipe_runs_as_a_study_of_the_archs_space(space: str) -> None:
+    cfg = validate_study(recipes.study("default", 1, space))
+    assert cfg.space == space and cfg.seed == 1
+
+
+@pytest.mark.parametrize("space, archs", [("resnet", RN), ("mbconv", MB)])
+def test_each_space_is_ranked_on_its_own_archs(space: str, archs: list[str]) -> None:
+    truth, scores, base = _frames()
+    table = {r["scorer"]: r for r in report.rows(truth, scores, 0, None, base, space)}
+    assert {r["archs"] for r in table.values()} == {len(archs)}
+    mine = truth.set_index("arch").loc[archs]
+    want = fm.tau(np.log(mine.params.values), mine["acc_pcm@1d"].values)
+    assert table["params"]["tau"] == pytest.approx(want)
+    got = scores[(scores.seed == 1)].set_index("arch").acc.loc[archs].values
+    assert table["default seed 1"]["tau"] == pytest.approx(fm.tau(got, mine["acc_pcm@1d"].values))
+
+
+def test_a_space_gets_its_table_once_its_truth_has_enough_archs() -> None:
+    truth, scores, base = _frames()
+    few = truth[~truth.arch.isin(MB[2:])]
+    line = report._other_spaces(few, scores, 0, None, base)
+    assert "mbconv: 2 of its" in line and "###" not in line
+    table = report._other_spaces(truth, scores, 0, None, base)
+    assert "### mbconv" in table and "4 of its" in table and "| params |" in table
