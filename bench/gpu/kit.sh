@@ -6,11 +6,11 @@
 #     bash bench/gpu/kit.sh          # about 8-10 minutes on 2 cores; writes .gpu/ (ignored)
 #
 # .gpu/ then holds the aihwkit wheel (CPU tiles: the truth's fast path runs on CUDA, aihwkit's
-# tiles only need to load) and openblas.tar.xz (the OpenBLAS it links, with its Fortran runtime).
+# tiles only need to load), aihwkit-lightning's (HWA trains with it) and openblas.tar.xz (the OpenBLAS it links, with its Fortran runtime).
 # The kit lives in the ignored .gpu/, so a new machine builds it again; `window.sh` installs it.
 #
 # Knobs (environment): KIT (.gpu), PY312 (a Python 3.12, the image's), TORCH (2.11.0, the
-# image's), AIHWKIT (1.2.0), SDIST_SHA256 (uv.lock's hash of that sdist), WORK (/tmp/hwnas-kit).
+# image's), AIHWKIT (1.2.0), LIGHTNING (2.1.0), SDIST_SHA256 (uv.lock's hash of that sdist), WORK (/tmp/hwnas-kit).
 set -euo pipefail
 KIT=${KIT:-.gpu}
 if [ -z "${PY312:-}" ]; then  # the first that runs (pyenv's shim exists but may refuse)
@@ -21,12 +21,15 @@ fi
 PY312=${PY312:-none}
 TORCH=${TORCH:-2.11.0}
 AIHWKIT=${AIHWKIT:-1.2.0}
+LIGHTNING=${LIGHTNING:-2.1.0}
 SDIST_SHA256=${SDIST_SHA256:-288b00aed52a99f578a2e7ac46fdbf2a9f07e4780c4307eae5827558f1bf2cba}
 WORK=${WORK:-/tmp/hwnas-kit}
 
 "$PY312" -c '' 2>/dev/null || { echo "kit: no Python 3.12 at '$PY312' (the device image's); set PY312" >&2; exit 2; }
-if compgen -G "$KIT/aihwkit-$AIHWKIT-*.whl" > /dev/null && [ -f "$KIT/openblas.tar.xz" ]; then
-  echo "kit: $KIT already holds aihwkit $AIHWKIT and openblas.tar.xz"; exit 0
+if compgen -G "$KIT/aihwkit-$AIHWKIT-*.whl" > /dev/null && [ -f "$KIT/openblas.tar.xz" ] \
+    && [ -f "$KIT/aihwkit_lightning-$LIGHTNING-py3-none-any.whl" ]; then
+  echo "kit: $KIT already holds aihwkit $AIHWKIT, aihwkit-lightning $LIGHTNING and openblas.tar.xz"
+  exit 0
 fi
 mkdir -p "$KIT" "$WORK"
 # 1. A build environment under the image's torch (the wheel compiles against its headers).
@@ -42,19 +45,29 @@ echo "$SDIST_SHA256  $WORK/aihwkit-$AIHWKIT.tar.gz" | sha256sum -c -
 # 3. The wheel (no build isolation: it must see the torch installed above).
 PATH="$WORK/venv/bin:$PATH" "$WORK/venv/bin/pip" wheel -q --no-deps --no-build-isolation \
     -w "$KIT" "$WORK/aihwkit-$AIHWKIT.tar.gz"
-# 4. The shared libraries it links that the image lacks (OpenBLAS and its Fortran runtime).
+# 4. aihwkit-lightning, which HWA trains with (pure Python: its wheel as uv.lock names it).
+lurl=$(grep -o "https://[^\"]*/aihwkit_lightning-$LIGHTNING-py3-none-any.whl" uv.lock | head -1)
+lsha=$(grep -o "aihwkit_lightning-$LIGHTNING-py3-none-any.whl\", hash = \"sha256:[0-9a-f]*" uv.lock \
+       | head -1 | sed 's/.*sha256://')
+[ -n "$lurl" ] && [ -n "$lsha" ] || { echo "kit: uv.lock names no aihwkit-lightning $LIGHTNING wheel" >&2; exit 2; }
+"$PY312" -c "import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])" \
+    "$lurl" "$KIT/aihwkit_lightning-$LIGHTNING-py3-none-any.whl"
+echo "$lsha  $KIT/aihwkit_lightning-$LIGHTNING-py3-none-any.whl" | sha256sum -c -
+# 5. The shared libraries it links that the image lacks (OpenBLAS and its Fortran runtime).
 rm -rf "$WORK/lib" && mkdir -p "$WORK/lib"
 for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')" "$WORK/lib/"
 done
 tar -cJf "$KIT/openblas.tar.xz" -C "$WORK/lib" .
-# 5. It must import and run under that torch, with only the kit's libraries added.
+# 6. It must import and run under that torch, with only the kit's libraries added.
 LD_LIBRARY_PATH="$WORK/lib" "$WORK/venv/bin/pip" install -q --no-deps --force-reinstall \
-    "$KIT"/aihwkit-"$AIHWKIT"-*.whl
+    "$KIT"/*.whl
 LD_LIBRARY_PATH="$WORK/lib" "$WORK/venv/bin/python" - <<'EOF'
 import torch
 from aihwkit.nn import AnalogLinear
+import aihwkit_lightning.nn  # noqa: F401  (HWA's engine)
 y = AnalogLinear(4, 2)(torch.ones(1, 4))
-print("kit: aihwkit imports and runs an AnalogLinear under torch", torch.__version__, tuple(y.shape))
+print("kit: aihwkit and aihwkit-lightning import, an AnalogLinear runs under torch",
+      torch.__version__, tuple(y.shape))
 EOF
 ls -la "$KIT"

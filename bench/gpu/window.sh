@@ -35,12 +35,12 @@ fi
 # aihwkit, which the image lacks, from the carried kit: the truth's scoring and HWA units need
 # it (its fast path runs on the GPU; the compiled tiles only need to load, with their OpenBLAS).
 KIT=${KIT:-.gpu}
-if compgen -G "$KIT/aihwkit-*.whl" > /dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --target /tmp/kit "$KIT"/aihwkit-*.whl >> "$LOG" 2>&1
+if compgen -G "$KIT/aihwkit-*.whl" > /dev/null; then  # with aihwkit-lightning's, HWA's engine
+  "$PY" -m pip install -q --no-index --no-deps --target /tmp/kit "$KIT"/*.whl >> "$LOG" 2>&1
   mkdir -p /tmp/kit-lib && tar -xJf "$KIT/openblas.tar.xz" -C /tmp/kit-lib
   export PYTHONPATH=/tmp/kit:$PYTHONPATH LD_LIBRARY_PATH=/tmp/kit-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   PHASES=${PHASES:-train,score,hwa,score_hwa}
-  "$PY" -c "import aihwkit; print('aihwkit', aihwkit.__version__)" >> "$LOG" 2>&1
+  "$PY" -c "import aihwkit, aihwkit_lightning; print('aihwkit', aihwkit.__version__)" >> "$LOG" 2>&1
 fi
 PHASES=${PHASES:-train}
 
