@@ -8,6 +8,8 @@ Each architecture goes through four units of work, each a JSON file under
   (10,000 images), AdaBS on 512 training images, 10 programmings (20 in the units of the
   first set: the programming SE was small next to training noise, which a second seed measures);
 - ``hwa``: HWA fine-tuning of the trained model (``TRUTH["hwa"]``), then ``score_hwa`` as above.
+  Where the trained weights live on the other kind of device, the HWA unit trains its own base
+  first, on its device, and records it (``base_device``).
 
 Units are claimed with lock files, so several workers (processes, or machines sharing the folder)
 grow one truth set; a claim whose process is gone is taken over. Trained weights are kept in
@@ -175,7 +177,7 @@ def next_unit(units: list[Unit]) -> Unit | None:
         need = NEEDS[unit.phase]
         if unit.done() or (need and not unit.at(need).done()):
             continue
-        if need and not _weights_here(unit.at(need)):
+        if need and unit.phase != "hwa" and not _weights_here(unit.at(need)):
             continue  # its weights live on the machine that trained them: that one takes it
         if _claim(unit):
             return unit
@@ -255,16 +257,36 @@ def _save(model: torch.nn.Module, unit: Unit) -> None:
     torch.save({k: v.cpu() for k, v in model.state_dict().items()}, MODELS / f"{unit.stem}.pt")
 
 
-def _train(unit: Unit) -> dict[str, Any]:
+def _fit_base(unit: Unit) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """The truth's training run (``TRUTH["train"]``) of ``unit``'s arch and seed, on this device."""
     from hwnas.train.loop import FitConfig, evaluate, fit
 
     data, model = _data(), _model(unit, "init")
     cfg = {**TRUTH["train"], "seed": unit.seed}
     result = fit(model, data, FitConfig(**cfg, device=DEVICE, amp=False))
-    _save(model, unit)
     acc = evaluate(model, data.x_test, data.y_test, device=DEVICE)["acc"]
-    return {"acc_digital": acc, "train_seconds": round(result.seconds, 1),
-            "params": sum(p.numel() for p in model.parameters())}
+    return model, {"acc_digital": acc, "train_seconds": round(result.seconds, 1),
+                   "params": sum(p.numel() for p in model.parameters())}
+
+
+def _train(unit: Unit) -> dict[str, Any]:
+    model, out = _fit_base(unit)
+    _save(model, unit)
+    return out
+
+
+def _hwa_base(unit: Unit) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """The trained model HWA starts from: the truth's own weights where this machine has them or
+    can recompute them. Where they were trained on the other kind of device and are not here,
+    the same training runs here and stays in memory (never saved under the truth's name), and
+    the HWA record says so: the HWA truth then has a base of its own, so that one GPU window can
+    run every arch's HWA chain, where the CPU would need hours per arch to retrain."""
+    if _weights_here(unit.at("train")):
+        return _model(unit, "train"), {}
+    model, out = _fit_base(unit)
+    return model.eval(), {"base_device": DEVICE.split(":")[0],
+                          "base_acc_digital": out["acc_digital"],
+                          "base_train_seconds": out["train_seconds"]}
 
 
 def _hwa(unit: Unit) -> dict[str, Any]:
@@ -275,12 +297,12 @@ def _hwa(unit: Unit) -> dict[str, Any]:
 
     cfg = dict(TRUTH["hwa"])
     noise = cfg.pop("weight_noise")
-    data, model = _data(), _model(unit, "train")
+    data, (model, base) = _data(), _hwa_base(unit)
     fit_cfg = FitConfig(**cfg, seed=stream_seed(unit.seed, "hwa"), device=DEVICE, amp=False)
     result = analog.hwa_fit(model, data, "pcm", fit_cfg, options=HwaOptions(weight_noise=noise))
     _save(model, unit)
     return {"acc_digital": evaluate(model, data.x_test, data.y_test, device=DEVICE)["acc"],
-            "hwa_seconds": round(result.seconds, 1)}
+            "hwa_seconds": round(result.seconds, 1), **base}
 
 
 def _score(unit: Unit) -> dict[str, Any]:
@@ -383,6 +405,9 @@ def truth_rows() -> list[dict[str, Any]]:
             for suffix in ("", "_se", "_std", "_median"):
                 row[f"{key}{suffix}"] = rec.get(f"{key}{suffix}")
         row["train_device"] = _device_of(train)
+        # an HWA row whose base was trained again on the HWA unit's device (``_hwa_base``)
+        hwa = units.get((space, arch, seed, "hwa"), {}) if phase == "score_hwa" else {}
+        row["base_device"] = hwa.get("base_device")
         rows.append(row)
     return rows
 

@@ -95,6 +95,29 @@ def test_a_worker_passes_over_units_whose_weights_are_elsewhere(tiny_truth: Path
     assert truth.next_unit(units) == truth.Unit("resnet", other, "score")  # carried weights
 
 
+def test_hwa_trains_its_own_base_where_the_truths_weights_are_elsewhere(
+        tiny_truth: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The arch was trained on a GPU whose weights are gone: this CPU cannot score it, but its
+    # HWA chain may start from the same training run done here, kept apart from the truth's.
+    monkeypatch.setitem(truth.TRUTH, "hwa", {**truth.TRUTH["hwa"], "epochs": 0.01})
+    train = truth.Unit("resnet", ARCH, "train")
+    train.path.parent.mkdir(parents=True)
+    train.path.write_text(json.dumps({"device": "cuda", "phase": "train"}))
+    hwa = train.at("hwa")
+    assert truth.next_unit(truth.plan({"resnet": [ARCH]})) == hwa  # score is passed over
+    try:
+        out = truth.run_unit(hwa)
+    finally:
+        truth._release(hwa)
+    assert out["base_device"] == "cpu" and 0.0 <= out["base_acc_digital"] <= 1.0
+    assert not (truth.MODELS / f"{train.stem}.pt").exists()  # never under the truth's name
+    assert (truth.MODELS / f"{hwa.stem}.pt").is_file()
+    # Where the truth's weights are here, HWA starts from them and records no base of its own.
+    model = truth._model(truth.Unit("resnet", ARCH, "init"), "init")
+    torch.save(model.state_dict(), truth.MODELS / f"{train.stem}.pt")
+    assert truth._hwa_base(hwa)[1] == {}
+
+
 def test_an_interrupted_run_still_packs_what_it_finished(tiny_truth: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # A device window stops the truth with SIGINT at its time limit; the finished units must
