@@ -387,11 +387,31 @@ def write(*, bootstrap: int = 2000) -> str:
     noise = (ceiling(truth_seeds, truth, inside) + "\n\n" + _calibration_text(calibrate(scores))
              + _front_text())
     text += _other_spaces(truth, scores, bootstrap, timing, baselines)
+    text += _hwa_truth_text(truth, scores, bootstrap, timing, baselines)
     (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing, noise))
     return text
 
 
 MIN_SPACE = 3  # truth archs a space needs before its table means anything
+# Ranked against the HWA truth: the HWA recipes, and the digital recipe they extend beside them.
+HWA_RECIPES = ("default", "default_hwa", "hwa")
+
+
+def _hwa_truth_text(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+                    timing: pd.DataFrame | None, baselines: pd.DataFrame | None) -> str:
+    """The resnet table again, against the HWA truth (each arch's accuracy after the truth's
+    HWA fine-tuning, ``score_hwa`` units): what an HWA-trained front would be ranked by."""
+    held = truth[(truth.space == "resnet") & (truth.recipe == "hwa")]
+    if len(held) < MIN_SPACE or baselines is None:
+        return (f"\n\nHWA truth: {len(held)} resnet archs are HWA-trained and scored so far; "
+                f"the ranking against it appears from {MIN_SPACE}.")
+    table = rows(held.assign(recipe="digital"), scores[scores.recipe.isin(HWA_RECIPES)],
+                 bootstrap, timing, baselines)
+    based = int(held.base_device.notna().sum()) if "base_device" in held else 0
+    return (f"\n\n### Against the HWA truth\n\n{len(held)} resnet archs after the truth's HWA "
+            f"fine-tuning, pcm@1d ({based} of them from a base trained again on the HWA unit's "
+            "device, truth.csv's `base_device`); the free baselines, `default` and the HWA "
+            "recipes:\n\n" + markdown(table))
 
 
 def _other_spaces(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,

@@ -67,3 +67,20 @@ def test_a_space_gets_its_table_once_its_truth_has_enough_archs() -> None:
     assert "mbconv: 2 of its" in line and "###" not in line
     table = report._other_spaces(truth, scores, 0, None, base)
     assert "### mbconv" in table and "4 of its" in table and "| params |" in table
+
+
+def test_the_hwa_recipes_are_ranked_against_the_hwa_truth() -> None:
+    truth, scores, base = _frames()
+    assert "HWA truth: 0 resnet archs" in report._hwa_truth_text(truth, scores, 0, None, base)
+    rng = np.random.default_rng(1)
+    hwa = truth[truth.space == "resnet"].assign(recipe="hwa", base_device=None)
+    hwa["acc_pcm@1d"] = rng.permutation(hwa["acc_pcm@1d"].values)  # another order than digital
+    text = report._hwa_truth_text(pd.concat([truth, hwa]), scores, 0, None, base)
+    assert "### Against the HWA truth" in text and "5 resnet archs" in text
+    got = scores[scores.seed == 1].set_index("arch").acc.loc[RN].values
+    want = fm.tau(got, hwa.set_index("arch")["acc_pcm@1d"].loc[RN].values)
+    digital = fm.tau(got, truth.set_index("arch")["acc_pcm@1d"].loc[RN].values)
+    assert abs(want - digital) > 0.1  # the two columns rank differently here
+    row = next(line for line in text.splitlines() if line.startswith("| default seed 1 |"))
+    tau = float(row.split("|")[4])  # columns: scorer, kind, archs, tau, ...
+    assert tau == pytest.approx(want, abs=0.01)  # against the HWA column, not the digital one
