@@ -66,6 +66,9 @@ def _phases(text: str) -> tuple[str, ...] | None:
 
 
 def cmd_truth(args: argparse.Namespace) -> None:
+    if args.list:
+        _list_ready(args)
+        return
     problem = device_problem(args.device, "--device")
     if problem is not None:  # no CUDA here: a clear error before any work
         raise SystemExit(f"truth: {problem}")
@@ -82,6 +85,26 @@ def cmd_truth(args: argparse.Namespace) -> None:
         print(f"truth: {truth.write_truth()}")
     if failed:  # the finished units are kept; the command still says the run went wrong
         raise SystemExit(f"truth: {failed} of {args.workers} workers failed (exit codes above)")
+
+
+def _list_ready(args: argparse.Namespace) -> None:
+    """What a run on ``--device`` would take now, in plan order, without claiming anything."""
+    from collections import Counter
+
+    from bench.fidelity import bands
+
+    units = bands.plan_v2() if args.plan == "v2" else truth.plan(truth_archs(args.spaces))
+    here, truth.DEVICE = truth.DEVICE, args.device  # whose weights count as recomputable
+    try:
+        ready = [u for u in truth.with_phases(units, _phases(args.phases)) if truth.takeable(u)]
+    finally:
+        truth.DEVICE = here
+    counts = Counter((u.space, u.phase) for u in ready)
+    print(f"truth on {args.device}: {len(ready)} units ready now (of {len(units)} planned)")
+    for (space, phase), n in counts.items():
+        print(f"  {space} {phase}: {n}")
+    for unit in ready[:10]:
+        print(f"  next: {unit.stem}")
 
 
 def _run_workers(n: int, work: tuple) -> int:
@@ -200,6 +223,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="tar archive of this run's unit records and weights (for a device call)")
     t.add_argument("--plan", choices=("v2", "v1"), default="v2",
                    help="v2: the latency bands of bands.json and the second seed; v1: --spaces")
+    t.add_argument("--list", action="store_true",
+                   help="print the units a run on --device would take now, and claim none")
     t.set_defaults(run=cmd_truth)
     b = sub.add_parser("bands", help="measure a sample's latency and pick truth v2's bands")
     b.add_argument("--spaces", default="resnet")

@@ -172,16 +172,19 @@ def _release(unit: Unit) -> None:
     (DATA / "claims" / f"{unit.stem}.lock").unlink(missing_ok=True)
 
 
+def takeable(unit: Unit) -> bool:
+    """Whether a worker here could run ``unit`` now, its claim aside: not done, what it needs
+    done, and that unit's weights here or recomputable here (an HWA unit trains its own base
+    where they are not, ``_hwa_base``)."""
+    need = NEEDS[unit.phase]
+    if unit.done() or (need and not unit.at(need).done()):
+        return False
+    # else its weights live on the machine that trained them: that one takes it
+    return need is None or unit.phase == "hwa" or _weights_here(unit.at(need))
+
+
 def next_unit(units: list[Unit]) -> Unit | None:
-    for unit in units:
-        need = NEEDS[unit.phase]
-        if unit.done() or (need and not unit.at(need).done()):
-            continue
-        if need and unit.phase != "hwa" and not _weights_here(unit.at(need)):
-            continue  # its weights live on the machine that trained them: that one takes it
-        if _claim(unit):
-            return unit
-    return None
+    return next((unit for unit in units if takeable(unit) and _claim(unit)), None)
 
 
 def _weights_here(done: Unit) -> bool:

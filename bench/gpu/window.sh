@@ -49,6 +49,7 @@ status=0
 #    archive, unpacked at the repository root here.
 if [ "$TRUTH_MIN" != 0 ]; then
   hours=$("$PY" -c "print($TRUTH_MIN / 60)")
+  "$PY" -m bench.fidelity truth --list --device "$DEVICE" --phases "$PHASES" >> "$LOG" 2>&1 || true
   # INT, not TERM: the truth packs what it finished before it exits (KILL 60 s later)
   timeout -s INT -k 60 $(( TRUTH_MIN * 60 + 120 )) "$PY" -m bench.fidelity truth --device "$DEVICE" \
       --phases "$PHASES" --workers "$TRUTH_WORKERS" --threads 2 --hours "$hours" \

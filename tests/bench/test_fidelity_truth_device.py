@@ -118,6 +118,21 @@ def test_hwa_trains_its_own_base_where_the_truths_weights_are_elsewhere(
     assert truth._hwa_base(hwa)[1] == {}
 
 
+def test_the_list_names_what_a_device_would_take_and_claims_nothing(
+        tiny_truth: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.fidelity import __main__ as cli
+
+    trained = truth.Unit("resnet", "rn:s32-d2r1c16", "train")  # a banded arch, CPU-trained
+    trained.path.parent.mkdir(parents=True)
+    trained.path.write_text(json.dumps({"device": "cpu", "phase": "train"}))
+    args = cli.parse(["truth", "--list", "--device", "cuda"])  # no CUDA here: still a dry run
+    args.run(args)
+    out = capsys.readouterr().out
+    assert out.startswith("truth on cuda: ") and "resnet hwa: 1" in out  # HWA trains its base
+    assert "resnet score" not in out  # the CPU's weights are not on the GPU
+    assert not (truth.DATA / "claims").exists()
+
+
 def test_an_interrupted_run_still_packs_what_it_finished(tiny_truth: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # A device window stops the truth with SIGINT at its time limit; the finished units must
