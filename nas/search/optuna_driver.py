@@ -13,7 +13,8 @@ Setup / run / cleanup, in that order:
   FAIL with its reason and the study goes on; SIGTERM or SIGINT fails the running trial with the
   signal as its reason and stops the run (rerun to continue); a killed worker's trial is failed
   and queued again by the next run on its host (its process is gone), or on other hosts once it
-  turns stale (heartbeat);
+  turns stale (heartbeat); a candidate evaluated before is answered from the storage, not
+  trained again (``nas.search.repeats``);
 * cleanup: the trials table (``trials.parquet``/``.csv``) is written next to the storage.
 """
 
@@ -35,7 +36,7 @@ from hwnas.common.signals import STOP_SIGNALS, handling_signals
 from nas.algorithms.samplers import make_sampler
 from nas.scoring.continuation import RungStore
 from nas.scoring.evaluate import Evaluator, Outcome
-from nas.search import schedule
+from nas.search import repeats, schedule
 from nas.search.budget_filter import attach_sampler
 from nas.search.progress import StudyProgress
 from nas.search.rung_sampler import HighestRungSampler
@@ -245,6 +246,9 @@ def _evaluate(evaluator: Evaluator, study_dir: Path, worker: int, trial: optuna.
     move = getattr(trial.study.sampler, "moves", {}).get(trial.number)
     if move is not None:  # the default sampler's choice: random, tpe or mutate
         trial.set_user_attr("move", move)
+    twin = repeats.finished_twin(trial) if budget is None else None
+    if twin is not None:  # the same candidate, already evaluated: its result, not a training
+        return repeats.answer_from(trial, twin)
     try:
         out = evaluator.evaluate(arch, on_constraints=lambda c: _constrain(trial, c),
                                  budget=budget, mapping=choice)

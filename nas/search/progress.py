@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from hwnas.common.errors import ConfigError
 from nas.algorithms.pareto import pareto_mask
+from nas.search.repeats import REPEAT_OF
 from nas.search.tracking import measured
 from nas.study.store import feasible
 
@@ -55,7 +56,10 @@ def front_size(study: optuna.Study) -> int:
 
 def seconds_split(trial: FrozenTrial) -> dict[str, float]:
     """Where a trial's time went: cost (measure or look up), training, scoring (the rest of
-    train+evaluate: digital and hardware accuracy). Missing parts are left out."""
+    train+evaluate: digital and hardware accuracy). Missing parts are left out; a repeated
+    candidate answered from the store (``nas.search.repeats``) spent none."""
+    if REPEAT_OF in trial.user_attrs:
+        return {}
     info = trial.user_attrs.get("info") or {}
     out = {}
     if isinstance(info.get("seconds_cost"), int | float):
