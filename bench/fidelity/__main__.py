@@ -94,11 +94,8 @@ def _list_ready(args: argparse.Namespace) -> None:
     from bench.fidelity import bands
 
     units = bands.plan_v2() if args.plan == "v2" else truth.plan(truth_archs(args.spaces))
-    here, truth.DEVICE = truth.DEVICE, args.device  # whose weights count as recomputable
-    try:
-        ready = [u for u in truth.with_phases(units, _phases(args.phases)) if truth.takeable(u)]
-    finally:
-        truth.DEVICE = here
+    ready = [u for u in truth.with_phases(units, _phases(args.phases))
+             if truth.takeable(u, args.device)]
     counts = Counter((u.space, u.phase) for u in ready)
     print(f"truth on {args.device}: {len(ready)} units ready now (of {len(units)} planned)")
     for (space, phase), n in counts.items():

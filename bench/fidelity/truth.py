@@ -172,27 +172,27 @@ def _release(unit: Unit) -> None:
     (DATA / "claims" / f"{unit.stem}.lock").unlink(missing_ok=True)
 
 
-def takeable(unit: Unit) -> bool:
-    """Whether a worker here could run ``unit`` now, its claim aside: not done, what it needs
-    done, and that unit's weights here or recomputable here (an HWA unit trains its own base
-    where they are not, ``_hwa_base``)."""
+def takeable(unit: Unit, device: str | None = None) -> bool:
+    """Whether a worker on ``device`` (this worker's: ``DEVICE``) could run ``unit`` now, its
+    claim aside: not done, what it needs done, and that unit's weights here or recomputable
+    there (an HWA unit trains its own base where they are not, ``_hwa_base``)."""
     need = NEEDS[unit.phase]
     if unit.done() or (need and not unit.at(need).done()):
         return False
     # else its weights live on the machine that trained them: that one takes it
-    return need is None or unit.phase == "hwa" or _weights_here(unit.at(need))
+    return need is None or unit.phase == "hwa" or _weights_here(unit.at(need), device)
 
 
 def next_unit(units: list[Unit]) -> Unit | None:
     return next((unit for unit in units if takeable(unit) and _claim(unit)), None)
 
 
-def _weights_here(done: Unit) -> bool:
-    """Whether this machine has, or can recompute, the weights of a finished unit: recomputing
-    is only faithful on the device its record names (``_redo``)."""
+def _weights_here(done: Unit, device: str | None = None) -> bool:
+    """Whether this machine has, or can recompute on ``device`` (``DEVICE``), the weights of a
+    finished unit: recomputing is only faithful on the device its record names (``_redo``)."""
     if (MODELS / f"{done.stem}.pt").is_file():
         return True
-    return _ran_on(json.loads(done.path.read_text())) == DEVICE.split(":")[0]
+    return _ran_on(json.loads(done.path.read_text())) == (device or DEVICE).split(":")[0]
 
 
 # -- the work -----------------------------------------------------------------------------------
