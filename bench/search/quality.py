@@ -8,15 +8,17 @@ Tables (``--tables``), each a different objective shape over the same cells
 * ``params``: accuracy up, parameters down;
 * ``3obj``: accuracy up, CPU latency down, analog (PCM) energy down.
 
-Each sampler runs ``--seeds`` searches per table and noise level. With noise, every evaluation
-sees the accuracy plus a Gaussian draw of std ``noise`` (a stored SE of an analog score, in
-accuracy units: 0.01 = 1 pt), fresh per evaluation; the found front is the non-dominated set of
-the *observed* values, and it is scored by its members' *true* table values, so a search that
-keeps noise-lucky points loses volume. Hypervolume: fixed reference (accuracy 0, each cost's
-worst value in the table), given as a share of the whole table's front. Medians and 25-75
-percentiles over seeds, and the wall time per search, are written to
-``bench/results/nas_search_quality.md``; raw per-seed figures go to ``--raw`` (JSON), so a run
-can be split over processes (``--tables``/``--noise``) and reported once (``--report``).
+Each sampler runs ``--seeds`` searches per table and noise level. With noise, every evaluation sees
+the accuracy plus a Gaussian draw of std ``noise`` (a stored SE of an analog score, in accuracy
+units: 0.01 = 1 pt), drawn on an arch's first evaluation; a repeated evaluation of the same arch
+returns that observation again, as a study answers a repeat from its storage
+(``nas.search.repeats``), so a sampler gains nothing by repeating a noise-lucky arch; the found
+front is the non-dominated set of the *observed* values, and it is scored by its members' *true*
+table values, so a search that keeps noise-lucky points loses volume. Hypervolume: fixed reference
+(accuracy 0, each cost's worst value in the table), given as a share of the whole table's front.
+Medians and 25-75 percentiles over seeds, and the wall time per search, are written to
+``bench/results/nas_search_quality.md``; raw per-seed figures go to ``--raw`` (JSON), so a run can
+be split over processes (``--tables``/``--noise``) and reported once (``--report``).
 
     python -m bench.search.quality --seeds 10 --tables cpu,edge,params --noise 0,0.01,0.03
     python -m bench.search.quality --samplers default --seeds 30 --first-seed 100 \
@@ -72,13 +74,16 @@ def run_search(sampler: str, seed: int, n: int, table: Table, noise: float,
     space = get_space("nb201")
     rng = np.random.default_rng([seed, 7919])
     rows: list[int] = []
+    stored: dict[int, tuple[float, ...]] = {}  # what a study's storage answers a repeat with
 
     def objective(trial: optuna.Trial) -> tuple[float, ...]:
         i = table.index[space.sample(trial)]
         rows.append(i)
-        obs = table.values[i].copy()
-        obs[0] += noise * rng.standard_normal() if noise else 0.0
-        return tuple(obs)
+        if i not in stored:
+            obs = table.values[i].copy()
+            obs[0] += noise * rng.standard_normal() if noise else 0.0
+            stored[i] = tuple(obs)
+        return stored[i]
 
     if sampler == "default":  # as a study's driver does: the front's own reference
         options = {"reference": table.ref, **(options or {})}
@@ -233,11 +238,15 @@ def write(raw: dict, budgets: list[int], *, publish: bool = True) -> None:
     lines = [
         "## Search quality: NB201 tables (15,625 cells), clean and noisy accuracy", "",
         "Commands: `python -m bench.search.quality --seeds 10` (every sampler; tables cpu, edge, "
-        "params, 3obj; noise 0, 0.01, 0.03), then `python -m bench.search.quality --samplers "
-        "default --seeds 30` (the default is cheap enough for 30 seeds)", "",
+        "params, 3obj; noise 0, 0.01, 0.03; the noisy tables rerun with "
+        "`--noise 0.01,0.03` once repeats were answered from storage), then "
+        "`python -m bench.search.quality --samplers default --seeds 30` (the default is "
+        "cheap enough for 30 seeds)", "",
         "Hypervolume of the front picked from the observed values, scored at the true table "
         "values, as a share of the table's front (reference: accuracy 0, each cost's worst "
-        "table value). Noise: Gaussian std on accuracy per evaluation (0.01 = 1 pt, the SE a "
+        "table value). Noise: Gaussian std on accuracy, drawn at an arch's first "
+        "evaluation and returned again when it repeats, as a study's storage does "
+        "(0.01 = 1 pt, the SE a "
         "precision-targeted analog score stores; 0.03 = 3 pt, a few-programming score). "
         "Median [p25, p75] over seeds; s/search is the median wall time of one "
         f"{max(budgets)}-evaluation search. Goal for `default`: HV >= 0.97 @100 and >= 0.995 "

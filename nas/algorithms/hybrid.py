@@ -1,4 +1,5 @@
-"""The default sampler: Pareto local search blended with multivariate TPE, without repeats.
+"""The default sampler: Pareto local search blended with multivariate TPE, without repeats;
+grouped TPE on conditional spaces.
 
 Why this design (measured in ``bench/search/quality.py`` and ``bench/search/conditional.py``,
 figures in ``bench/results/``): architecture spaces are discrete and small next to a budget of a
@@ -19,9 +20,21 @@ few hundred evaluations, so
   trials that have them.
 
 Conditional (define-by-run) spaces: each trial is planned whole (``nas.algorithms.plans``) and
-served to ``trial.suggest_*`` name by name, so mutations reach every choice that exists. With a
-space attached (``attach``, as the study driver does) the plan comes from ``space.sample`` and
-mutations from ``space.mutate``; without one, from the parameters the study has seen. An
+served to ``trial.suggest_*`` name by name, so mutations reach every choice that exists.
+
+On such spaces (found from the trials: two of them asked different parameters) the sampler is
+grouped TPE alone, and a proposal that repeats a trial goes through (a study answers it from its
+storage, ``nas.search.repeats``, without training). The random start is TPE's own startup
+draws unless a budget filter is attached, so under the same seed such a study is trial for trial
+Optuna's multivariate grouped TPE (tested). Measured on the conditional bench
+(``bench/search/conditional.py``, held-out seeds): with front mutations at the share that wins on
+NB201, or with repeats replaced by novel archs, the hybrid fell behind grouped TPE at 300
+evaluations (p < 0.01). One mutation there often redraws whole groups (a changed ``groups``), so
+it is not a small step, and TPE's repeated proposals are its front members, kept in its model.
+``conditional_mutation_prob`` sets the mutation share on these spaces (0: TPE only).
+
+With a space attached (``attach``, as the study driver does) the plan comes from ``space.sample``
+and mutations from ``space.mutate``; without one, from the parameters the study has seen. An
 attached ``BudgetFilter`` replaces proposals that are clearly over a cost budget before they are
 measured (bounded retries, then the proposal goes through).
 
@@ -61,6 +74,8 @@ class HybridSampler(BaseSampler):
         seed: seeds TPE, the random start and every move.
         n_startup_trials: random (novel) trials before the model-based moves.
         mutation_prob: share of trials that mutate a front member; the rest ask TPE.
+        conditional_mutation_prob: the same share once the study's trials show a conditional
+            space (trials that asked different parameters); there TPE's repeats go through.
         max_mutations: at most this many parameters change in one mutation (1 is most likely).
         parent: how a mutation picks its front member: ``uniform``, or ``hvc`` (in proportion to
             its exclusive hypervolume contribution, so gaps and ends of the front are filled).
@@ -72,11 +87,19 @@ class HybridSampler(BaseSampler):
     """
 
     def __init__(self, *, seed: int | None = None, n_startup_trials: int = 10,
-                 mutation_prob: float = 0.5, max_mutations: int = 1,
-                 parent: str = "hvc", reference: Sequence[float | None] | None = None) -> None:
+                 mutation_prob: float = 0.5, conditional_mutation_prob: float = 0.0,
+                 max_mutations: int = 1, parent: str = "hvc",
+                 reference: Sequence[float | None] | None = None) -> None:
         self._seed = 0 if seed is None else int(seed)
         self._n_startup = n_startup_trials
+        for name, share in (("mutation_prob", mutation_prob),
+                            ("conditional_mutation_prob", conditional_mutation_prob)):
+            if not 0 <= share <= 1:
+                raise ConfigError.one(f"sampler.options.{name}", "must be a share in [0, 1]",
+                                      share, "e.g. 0.5 (half the trials mutate a front member)")
         self._p_mut = mutation_prob
+        self._p_mut_conditional = conditional_mutation_prob
+        self._conditional = False
         if parent not in PARENT_RULES:
             raise ConfigError.one("sampler.options.parent", f"must be one of {PARENT_RULES}",
                                   parent, "use 'hvc' (the default) or 'uniform'")
@@ -119,9 +142,21 @@ class HybridSampler(BaseSampler):
         if len(done) < self._n_startup:
             move = "random"
         else:
-            move = "mutate" if self._rng(trial, 0).random() < self._p_mut else "tpe"
+            share = self._p_mut_conditional if self._is_conditional(done) else self._p_mut
+            move = "mutate" if self._rng(trial, 0).random() < share else "tpe"
         self.moves[trial.number] = move
         return move
+
+    def _is_conditional(self, done: list[FrozenTrial]) -> bool:
+        """Whether finished trials asked different parameter sets (define-by-run); once seen,
+        kept, so a study's moves do not flip back."""
+        if not self._conditional:
+            self._conditional = len({frozenset(t.params) for t in done}) > 1
+        return self._conditional
+
+    def _lets_repeat(self, move: str) -> bool:
+        """TPE's own repeats go through on conditional spaces (see the module's notes)."""
+        return move == "tpe" and self._conditional
 
     # -- Optuna's interface: the whole trial is planned, then served name by name -------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial
@@ -134,6 +169,10 @@ class HybridSampler(BaseSampler):
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
+        if self._filter is None and self._move(study, trial) == "random":
+            # the random start is TPE's own (its startup draws): on a conditional space the
+            # whole study is then grouped TPE's, trial for trial under the same seed
+            return self._tpe.sample_independent(study, trial, param_name, param_distribution)
         plan = self._plan(study, trial)
         if param_name in plan and plans.contains(param_distribution, plan[param_name]):
             return plan[param_name]
@@ -185,7 +224,7 @@ class HybridSampler(BaseSampler):
             if parent is not None:
                 plan |= plans.mutate_params(parent.params, parent.distributions, rng,
                                             self._max_mut)
-        return self._novel_params(plan, union, seen, rng)
+        return plan if self._lets_repeat(move) else self._novel_params(plan, union, seen, rng)
 
     def _novel_params(self, plan: dict[str, Any], union: dict[str, BaseDistribution],
                       seen: list[plans.Items], rng: np.random.Generator) -> dict[str, Any]:
@@ -208,7 +247,8 @@ class HybridSampler(BaseSampler):
         first = None
         for attempt in range(FILTER_TRIES if self._filter is not None else 1):
             arch = self._propose(study, trial, move, parent, rng, attempt)
-            arch = self._novel_arch(arch, seen, rng)
+            if not (attempt == 0 and self._lets_repeat(move)):
+                arch = self._novel_arch(arch, seen, rng)
             first = first or arch
             if self._filter is None or not self._filter.over(study, arch):
                 return plans.params_of(self._space, arch, rng)

@@ -65,7 +65,7 @@ def test_learned_latency_keeps_proposals_inside_the_budget() -> None:
     rng = __import__("random").Random(0)
     share = sum(_latency(SPACE.random_arch(rng)) > BUDGET for _ in range(200)) / 200
     assert share > 0.35 and _over(plain) >= 6  # the space really is about half over the budget
-    assert _over(plain, 1.3, start=2) >= 5
+    assert _over(plain, 1.3, start=2) >= 4
     # after the first two trials (the fit's data) nothing clearly over is proposed; proposals
     # within the fit's margin may still run, and their measured latency judges them
     assert _over(steered, 1.3, start=2) == 0
@@ -73,7 +73,7 @@ def test_learned_latency_keeps_proposals_inside_the_budget() -> None:
     assert all(t.constraints["latency_ms"] > 0 for t in steered.trials
                if t.user_attrs["latency_ms"] > BUDGET)  # stored as over budget
     assert filt.rejected > 0 and filt.checked > filt.rejected
-    assert len({t.user_attrs["arch"] for t in steered.trials}) == 30  # still no repeats
+    assert len({t.user_attrs["arch"] for t in steered.trials}) == 30  # the retries added no repeats
 
 
 def test_static_budget_is_exact_from_the_first_trial() -> None:

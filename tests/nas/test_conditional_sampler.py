@@ -30,8 +30,11 @@ def _objectives(arch: str) -> tuple[float, float]:
     return score, cost
 
 
-def _run(attach: bool, n: int, seed: int = 0) -> optuna.Study:
-    sampler = make_sampler("default", seed=seed)
+def _run(attach: bool, n: int, seed: int = 0, options: dict | None = None) -> optuna.Study:
+    # mutations only: the default turns them off on conditional spaces, these tests check them
+    sampler = make_sampler("default", seed=seed,
+                           options={"conditional_mutation_prob": 1.0} if options is None
+                           else options)
     if attach:
         sampler.attach(space=SPACE)
 
@@ -68,10 +71,65 @@ def test_mutations_change_conditional_choices(study: optuna.Study) -> None:
 
 def test_archs_that_differ_only_in_group_3_are_both_evaluated(study: optuna.Study) -> None:
     archs = [t.user_attrs["arch"] for t in study.trials]
-    assert len(set(archs)) == len(archs)
-    g3 = [SPACE.decode(a) for a in archs if SPACE.decode(a)["groups"] >= 3]
+    moves = study.sampler.moves
+    # only TPE's own proposals may repeat (they go through on a conditional space)
+    assert all(a not in archs[:i] for i, a in enumerate(archs) if moves[i] != "tpe")
+    g3 = [SPACE.decode(a) for a in set(archs) if SPACE.decode(a)["groups"] >= 3]
     rest = [tuple(sorted((k, v) for k, v in p.items() if not k.startswith("g3_"))) for p in g3]
     assert len(set(rest)) < len(rest)  # some pair shares everything but group 3
+
+
+def test_on_a_conditional_space_the_default_asks_tpe_and_lets_its_repeats_through() -> None:
+    study = _run(True, n=120, options={})
+    moves = [study.sampler.moves[t.number] for t in study.trials]
+    assert set(moves[10:]) == {"tpe"}  # after the random start: grouped TPE only
+    archs = [t.user_attrs["arch"] for t in study.trials]
+    assert len(set(archs[:10])) == 10  # the random start is novel
+    assert len(set(archs)) < len(archs)  # TPE repeated its front members, and they went through
+
+
+@pytest.mark.parametrize("attach", [True, False], ids=["space", "generic"])
+def test_on_a_conditional_space_the_default_proposes_what_grouped_tpe_proposes(attach) -> None:
+    """Every proposal equals Optuna's multivariate grouped TPE's under the same seed, the random
+    start and the repeats included: the default adds nothing of its own there (the reference is
+    Optuna's sampler)."""
+
+    def archs(name: str, attach: bool) -> list[str]:
+        sampler = make_sampler(name, seed=3)
+        if attach:
+            sampler.attach(space=SPACE)
+        study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+        out: list[str] = []
+        study.optimize(lambda t: _objectives(out.append(SPACE.sample(t)) or out[-1]),
+                       n_trials=40)
+        return out
+
+    assert archs("default", attach) == archs("tpe_mv", False)
+
+
+def test_on_a_fixed_space_the_default_mixes_moves_and_never_repeats() -> None:
+    space = get_space("nb201")
+    study = optuna.create_study(directions=["maximize", "minimize"],
+                                sampler=make_sampler("default", seed=0))
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        arch = space.sample(trial)
+        trial.set_user_attr("arch", arch)
+        return float(sum(map(ord, arch)) % 97), float(len(set(arch)))
+
+    study.optimize(objective, n_trials=80)
+    moves = {study.sampler.moves[t.number] for t in study.trials[10:]}
+    assert moves == {"tpe", "mutate"}
+    archs = [t.user_attrs["arch"] for t in study.trials]
+    assert len(set(archs)) == len(archs)
+
+
+@pytest.mark.parametrize("name", ["mutation_prob", "conditional_mutation_prob"])
+def test_a_share_outside_0_1_is_refused(name: str) -> None:
+    from hwnas.common.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"{name}.*share"):
+        make_sampler("default", seed=0, options={name: 1.5})
 
 
 def test_same_seed_same_archs_with_a_space() -> None:
