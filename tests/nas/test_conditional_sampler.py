@@ -90,15 +90,17 @@ def test_on_a_conditional_space_the_default_asks_tpe_and_lets_its_repeats_throug
 
 @pytest.mark.parametrize("attach", [True, False], ids=["space", "generic"])
 def test_on_a_conditional_space_the_default_proposes_what_grouped_tpe_proposes(attach) -> None:
-    """Every proposal equals Optuna's multivariate grouped TPE's under the same seed, the random
-    start and the repeats included: the default adds nothing of its own there (the reference is
-    Optuna's sampler)."""
+    """After the same start, every proposal equals Optuna's multivariate grouped TPE's, repeats
+    included: the default adds nothing of its own there (the reference is Optuna's sampler)."""
+    start = [SPACE.decode(SPACE.random_arch(random.Random(i))) for i in range(10)]
 
     def archs(name: str, attach: bool) -> list[str]:
         sampler = make_sampler(name, seed=3)
         if attach:
             sampler.attach(space=SPACE)
         study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+        for params in start:
+            study.enqueue_trial(params)
         out: list[str] = []
         study.optimize(lambda t: _objectives(out.append(SPACE.sample(t)) or out[-1]),
                        n_trials=40)
