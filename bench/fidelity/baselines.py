@@ -26,6 +26,15 @@ BASELINES = DATA / "baselines.csv"
 NASWOT_IMAGES = 64
 
 
+def stored_latency(table: pd.DataFrame | None = None) -> pd.Series:
+    """Each arch's latency as its baselines row recorded it (ms; ``table`` defaults to
+    baselines.csv). The yardstick and the front's pool both read it from here, so that which
+    archs fit the budget does not move with this machine's cost cache or its load."""
+    if table is None:
+        table = pd.read_csv(BASELINES) if BASELINES.is_file() else pd.DataFrame()
+    return table.groupby("arch").latency_ms.first() if len(table) else pd.Series(dtype=float)
+
+
 def _built(space: str, arch: str, seed: int, data: Any) -> torch.nn.Module:
     """The model a study with ``seed`` builds for ``arch`` (its seeded initialisation)."""
     from hwnas.common.seeds import TrialSeeds

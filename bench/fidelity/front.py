@@ -1,7 +1,8 @@
 """Front regret against the truth: does a search beat the largest model that fits the budget?
 
-The pool is the resnet truth set inside the quickstart's 5 ms budget (latency as bands.json
-measured it). A search runs the quickstart's objectives (pcm@1d accuracy up, latency down) on
+The pool is the resnet truth set inside the quickstart's 5 ms budget (latency as the
+baselines recorded it, idle, at the quickstart's setting: the yardstick's pool). A search runs
+the quickstart's objectives (pcm@1d accuracy up, latency down) on
 the pool (``search_spaces.pool.PoolSpace``, what ``space_pool:`` gives a study) for ``--trials``
 candidates, each scored by a recipe's stored score under one seed (scores.csv: exactly what the
 study's evaluator returns for that (config, arch, seed)); its front is the Pareto set of those
@@ -49,8 +50,7 @@ import optuna
 import pandas as pd
 
 from bench import RESULTS
-from bench.fidelity import bands
-from bench.fidelity.baselines import BASELINES
+from bench.fidelity.baselines import BASELINES, stored_latency
 from bench.fidelity.recipes import SCORES
 from bench.fidelity.truth import DATA
 from nas.algorithms.pareto import comparison_se, hypervolume, pareto_mask
@@ -75,8 +75,8 @@ def pool_table(recipe: str, seeds: list[int]) -> pd.DataFrame:
     (archs scored under all of them)."""
     truth = pd.read_csv(DATA / "truth.csv")
     truth = truth[(truth.space == "resnet") & (truth.recipe == "digital")].set_index("arch")
-    lat = bands.measure("resnet", list(truth.index))
-    table = truth[[KEY, "params"]].assign(latency_ms=[lat[a]["latency_ms"] for a in truth.index])
+    lat = stored_latency().reindex(truth.index)  # the yardstick's, not this machine's cache
+    table = truth[[KEY, "params"]].assign(latency_ms=lat.values)
     scores = pd.read_csv(SCORES)
     mine = scores[(scores.recipe == recipe) & scores.seed.isin(seeds)].pivot_table(
         index="arch", columns="seed", values="acc")

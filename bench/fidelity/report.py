@@ -29,6 +29,7 @@ from bench._results import markdown
 from bench.fidelity import bands, front
 from bench.fidelity import measures as fm
 from bench.fidelity.baselines import BASELINES as BASE_CSV
+from bench.fidelity.baselines import stored_latency
 from bench.fidelity.recipes import RECIPES, SCORES, TIMING
 from bench.fidelity.truth import DATA
 from nas.algorithms.pareto import comparison_se
@@ -88,7 +89,7 @@ def reference(truth: pd.DataFrame, baselines: pd.DataFrame,
     """A space's truth (seed 0) with each arch's params, latency and band, inside the space's
     budget (``SPACE_BUDGET_MS``; an arch without a measured latency is left out)."""
     ref = truth[(truth.space == space) & (truth.recipe == "digital")].set_index("arch")
-    lat = baselines.groupby("arch").latency_ms.first() if len(baselines) else pd.Series()
+    lat = stored_latency(baselines)
     ref = ref.assign(latency_ms=lat.reindex(ref.index).values,
                      band=[bands.band_of(space).get(a, "") for a in ref.index])
     budget = SPACE_BUDGET_MS.get(space)
@@ -556,8 +557,8 @@ def _front_table(res: dict[str, Any]) -> str:
     if "fronts" in res:
         f = res["fronts"]
         prior += (f" The pool's true front holds {f['truth']} archs, its params-greedy front "
-                  f"{f['params']} ({f['shared']} of them on both). Each run measures the pool's "
-                  f"latencies (or reads them from the cost cache): compare arms within a table.")
+                  f"{f['params']} ({f['shared']} of them on both). Latencies are baselines.csv's, "
+                  f"as the yardstick's: every run has the same pool.")
     return (f"\n\nFront regret (`python -m bench.fidelity front --recipe {res['recipe']} "
             f"--recipe-seeds {','.join(res['recipe_seeds'])} --trials {res['trials']} "
             f"--seeds {res['seeds']}`): searches of N = {res['trials']} candidates over the "
