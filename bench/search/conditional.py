@@ -4,9 +4,12 @@
 sampler that works on the parameters every trial shares sees only stem, groups and group 1.
 NB201 (``bench/search/quality.py``) has no such choices. Objectives, from the project's data:
 
-* accuracy up: a ridge surrogate of pcm@1d accuracy (1 day of drift) fitted on the fidelity
-  truth (``bench/data/fidelity/truth.csv``, the resnet archs trained on Fashion-MNIST), over
-  log params, log MACs, depth and conv count; its leave-one-out Kendall tau is reported;
+* accuracy up: a ridge surrogate of pcm@1d accuracy (1 day of drift) over log params, log
+  MACs, depth and conv count, fitted on the fidelity truth's resnet archs (trained on
+  Fashion-MNIST) as pinned in ``bench/data/search_conditional_surrogate.csv``; its
+  leave-one-out Kendall tau is reported. The pin keeps the objective fixed while the truth
+  grows, so runs of different days share one table; ``--pin`` refits it on today's
+  ``truth.csv``, after which every sampler must be run again;
 * log10 parameters down (the analog tiles an arch needs), counted exactly from the space's
   layout (``counts``, checked against ``search_spaces.stats`` in the tests).
 
@@ -43,6 +46,7 @@ from nas.algorithms.samplers import make_sampler
 from search_spaces import get_space, layout
 
 OUT = RESULTS / "search_conditional.md"
+PINNED = DATA / "search_conditional_surrogate.csv"  # the surrogate's training set (``pin``)
 RAW = Path(tempfile.gettempdir()) / "search_conditional_raw.json"  # every evaluated arch: large
 SAMPLERS = ("default", "tpe_mv", "nsga2", "gp", "random")
 DIRS = ["maximize", "minimize"]
@@ -106,13 +110,25 @@ class Surrogate:
 
 
 def truth() -> tuple[list[str], list[float]]:
-    """The resnet truth archs and their pcm@1d accuracy (mean over the truth's rows)."""
+    """The surrogate's archs and their pcm@1d accuracy, as pinned (``PINNED``)."""
+    with open(PINNED) as f:
+        rows = list(csv.DictReader(f))
+    return [r["arch"] for r in rows], [float(r["acc_pcm@1d"]) for r in rows]
+
+
+def pin() -> int:
+    """Pin today's resnet truth (each arch's mean pcm@1d over the truth's rows) as the
+    surrogate's training set; returns how many archs."""
     by_arch: dict[str, list[float]] = {}
     with open(DATA / "fidelity" / "truth.csv") as f:
         for row in csv.DictReader(f):
             if row["space"] == "resnet":
                 by_arch.setdefault(row["arch"], []).append(float(row["acc_pcm@1d"]))
-    return list(by_arch), [float(np.mean(v)) for v in by_arch.values()]
+    with open(PINNED, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["arch", "acc_pcm@1d"])
+        out.writerows([a, repr(float(np.mean(v)))] for a, v in by_arch.items())
+    return len(by_arch)
 
 
 def _ridge(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -198,7 +214,8 @@ def report(raw: dict, surrogate: Surrogate) -> str:
         "## Search quality on the conditional `resnet` space", "",
         f"Command: `{raw['command']}`", "",
         "Objectives: a ridge surrogate of pcm@1d accuracy fitted on the "
-        f"{len(truth()[0])} resnet fidelity-truth archs (leave-one-out Kendall tau "
+        f"{len(truth()[0])} resnet fidelity-truth archs pinned in "
+        f"`{PINNED.relative_to(DATA.parent.parent)}` (leave-one-out Kendall tau "
         f"{raw['loo_tau']:.2f}), up; log10 parameters (exact, from the layout), down. "
         "Hypervolume as a share of the front of all "
         f"{shares['archs']:,} archs any search evaluated; reference point: the lowest "
@@ -240,8 +257,13 @@ def main(argv: list[str] | None = None) -> None:
                     help="raw JSON: written to the first; the report merges all (a slow "
                          "sampler can run in its own process)")
     ap.add_argument("--report", action="store_true", help="only rewrite the report from --raw")
+    ap.add_argument("--pin", action="store_true",
+                    help="refit the surrogate on today's truth.csv (then rerun every sampler)")
     args = ap.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
+    if args.pin:
+        print(f"pinned {pin()} archs to {PINNED}")
+        return
     surrogate = Surrogate.from_truth()
     if not args.report:
         raw = {"command": command_line(), "seeds": args.seeds, "loo_tau": loo_tau()}

@@ -4,6 +4,7 @@ seeded searches, and hypervolume shares of the best known front."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 
@@ -24,6 +25,8 @@ def test_layout_counts_agree_with_the_built_model(arch: str) -> None:
 def test_the_surrogate_follows_the_truth() -> None:
     archs, acc = bench.truth()
     assert len(archs) >= 20 and all(0 < a < 1 for a in acc)
+    truth = pd.read_csv(bench.DATA / "fidelity" / "truth.csv")
+    assert set(archs) <= set(truth[truth.space == "resnet"].arch)  # pinned from the truth
     surrogate = bench.Surrogate.from_truth()
     assert kendalltau([surrogate(a) for a in archs], acc).statistic > 0.7  # in sample
     assert bench.loo_tau() > 0.5  # out of sample, each arch left out once
@@ -67,3 +70,14 @@ def test_merge_joins_one_samplers_seeds_from_two_processes() -> None:
     merged = bench.merge([a, b])
     assert merged["runs"]["gp"]["300"] == {"0": ["x"], "1": ["y"], "2": ["z"]}
     assert merged["seconds"]["gp"] == [1.0, 2.0, 3.0]
+
+
+def test_pin_writes_the_truths_means_and_the_surrogate_reads_them(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "PINNED", tmp_path / "pinned.csv")
+    n = bench.pin()
+    archs, acc = bench.truth()
+    truth = pd.read_csv(bench.DATA / "fidelity" / "truth.csv")
+    means = truth[truth.space == "resnet"].groupby("arch")["acc_pcm@1d"].mean()
+    assert n == len(archs) == len(means)
+    assert np.allclose(acc, means.reindex(archs).values, rtol=0, atol=1e-12)
