@@ -404,7 +404,7 @@ def _hwa_truth_text(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
     HWA fine-tuning, ``score_hwa`` units): what an HWA-trained front would be ranked by."""
     held = truth[(truth.space == "resnet") & (truth.recipe == "hwa")]
     if len(held) < MIN_SPACE or baselines is None:
-        return (f"\n\nHWA truth: {len(held)} resnet archs are HWA-trained and scored so far; "
+        return (f"\n\nHWA truth: resnet archs HWA-trained and scored so far: {len(held)}; "
                 f"the ranking against it appears from {MIN_SPACE}.")
     table = rows(held.assign(recipe="digital"), scores[scores.recipe.isin(HWA_RECIPES)],
                  bootstrap, timing, baselines)

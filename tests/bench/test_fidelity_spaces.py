@@ -71,7 +71,8 @@ def test_a_space_gets_its_table_once_its_truth_has_enough_archs() -> None:
 
 def test_the_hwa_recipes_are_ranked_against_the_hwa_truth() -> None:
     truth, scores, base = _frames()
-    assert "HWA truth: 0 resnet archs" in report._hwa_truth_text(truth, scores, 0, None, base)
+    assert "HWA-trained and scored so far: 0;" in report._hwa_truth_text(truth, scores, 0, None,
+                                                                      base)
     rng = np.random.default_rng(1)
     hwa = truth[truth.space == "resnet"].assign(recipe="hwa", base_device=None)
     hwa["acc_pcm@1d"] = rng.permutation(hwa["acc_pcm@1d"].values)  # another order than digital
