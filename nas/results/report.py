@@ -101,7 +101,7 @@ def _header(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
     items = {
         "space": cfg.space, "data": cfg.data.name, "objectives": objs, "budgets": budgets,
         "sampler": cfg.sampler.name, "trials": ", ".join(f"{k} {v}" for k, v in states.items()),
-        "feasible complete": front.n_feasible, **_free_rung(study),
+        "feasible complete": front.n_feasible, **_free_rung(study), **_ended_by(cfg, study),
         "front size": len(front.trials), **_shrink_line(cfg, front),
         "hypervolume": f"{front.hypervolume:.6g} (reference {ref})",
         "report device": prov["device"], "git": prov["git"], "generated (UTC)": prov["time_utc"],
@@ -121,6 +121,14 @@ def _shrink_line(cfg: StudyConfig, front: summary.Front) -> dict[str, str]:
            f"the log of the rung-0 prior ({cfg.schedule.prior}); the measured values and the "
            "hypervolume are unchanged")
     return {"front (pareto.shrink)": how}
+
+
+def _ended_by(cfg: StudyConfig, study: Any) -> dict[str, str]:
+    """The header's line on what ended the last run of each worker (``n_trials``, ``timeout``,
+    a signal), beside the limits the config set."""
+    limits = f"n_trials {cfg.n_trials}" + (f", timeout {cfg.timeout:g} s" if cfg.timeout else "")
+    ends = sorted({v for k, v in study.user_attrs.items() if k.startswith("stopped_by:")})
+    return {"limits": limits, **({"ended by": "; ".join(ends)} if ends else {})}
 
 
 def _free_rung(study: Any) -> dict[str, str]:

@@ -187,6 +187,7 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
         objective, callbacks = sh.wrap(objective), [sh, stop]
         evaluator.rungs = RungStore(study_dir / "rungs")  # a promotion continues its rung
         sh.promote(study)  # a resumed study queues what was due when it stopped
+    started = time.monotonic()
     with _GATE.loop():
         try:
             study.optimize(objective, timeout=cfg.timeout, catch=(Exception,),
@@ -195,6 +196,23 @@ def _optimize(cfg: StudyConfig, study_dir: Path, *, index: int, threads: int | N
             if _GATE.signalled:  # Optuna's own FAIL may not have reached the storage
                 store.fail_own_running(cfg.storage_url(study_dir), study.study_name,
                                        _GATE.signalled.split(":")[0])
+        # the report says what ended the run: a time limit reads like a finished study otherwise
+        study.set_user_attr(f"stopped_by:{index}", _stop_reason(cfg, study, stop, started))
+
+
+def _stop_reason(cfg: StudyConfig, study: optuna.Study, stop: _StopRule,
+                 started: float) -> str:
+    """Why this worker's ``optimize`` returned: the first rule that holds, in the order
+    ``_StopRule`` and Optuna check them."""
+    if _GATE.pending is not None or _GATE.signalled:
+        return "signal"
+    if stop.failed >= stop.max_failed:
+        return f"max_failed ({stop.failed} failed trials)"
+    if store.n_claimed(study) >= cfg.n_trials:
+        return f"n_trials ({cfg.n_trials})"
+    if cfg.timeout is not None and time.monotonic() - started >= cfg.timeout:
+        return f"timeout ({cfg.timeout:g} s)"
+    return "unknown"
 
 
 def _n_complete(study: optuna.Study) -> int:

@@ -100,6 +100,17 @@ def test_pareto_export_report_on_a_tabular_study(tmp_path: Path, capsys) -> None
     page = (study_dir / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 2
     assert (study_dir / "report_pareto.png").stat().st_size > 10_000
+    assert "<th>ended by</th><td>n_trials (20)</td>" in page
+
+
+def test_the_report_says_a_time_limit_ended_the_run(tmp_path: Path) -> None:
+    raw = tabular_raw("limited", n_trials=100_000, sampler="random")
+    assert _search(write_study(tmp_path, raw), tmp_path, "--timeout", "1") == 0
+    assert 0 < len(_study(tmp_path, "limited").trials) < 100_000
+    assert main(["report", str(tmp_path / "limited")]) == 0
+    page = (tmp_path / "limited" / "report.html").read_text()
+    assert "<th>limits</th><td>n_trials 100000, timeout 1 s</td>" in page
+    assert "<th>ended by</th><td>timeout (1 s)</td>" in page
 
 
 def test_bad_study_is_a_one_line_error(tmp_path: Path, capsys) -> None:  # noqa: ANN001
