@@ -5,14 +5,18 @@
     python -m bench.fidelity truth --workers 6 --device cuda  # the same on a GPU, 6 workers on it
     python -m bench.fidelity truth --device cuda --phases train --pack $OUT/truth.tar
                                        # a GPU without aihwkit trains; a CPU scores (docs/gpu.md)
+    python -m bench.fidelity truth --add-also all              # pcm_static on older score units
     python -m bench.fidelity baselines --seeds 1,2             # free baselines per truth arch
     python -m bench.fidelity score --recipes all --seeds 1,2   # score the truth archs per recipe
     python -m bench.fidelity time --archs 3                    # s/candidate, every recipe, one run
     python -m bench.fidelity report                            # table + plot from the stored scores
 
 ``truth`` (bench/fidelity/truth.py) trains each truth architecture on the whole Fashion-MNIST
-training split and scores it on ``pcm`` at 1 d and 30 d with AdaBS and 20 programmings on the
-whole test split; the set lives in ``bench/data/fidelity`` with its recipe. ``score`` runs the
+training split and scores it on ``pcm`` at 1 d and 30 d and on ``pcm_static`` at 1 d, with AdaBS
+and 10 programmings (20 on the first set) on the whole test split; the set lives in
+``bench/data/fidelity`` with its recipe. Score units from before ``pcm_static`` get its column
+with ``--add-also`` where this machine holds their weights (the column is seeded on its own, so
+it equals what the unit would have stored). ``score`` runs the
 study evaluator (``nas.scoring.evaluate.Evaluator``) with each recipe
 (bench/fidelity/recipes.py) on the
 truth architectures, once per seed. ``report`` gives, per recipe: Kendall tau against the truth
@@ -68,6 +72,15 @@ def _phases(text: str) -> tuple[str, ...] | None:
 def cmd_truth(args: argparse.Namespace) -> None:
     if args.list:
         _list_ready(args)
+        return
+    if args.add_also:  # completes old records in this process; no unit is claimed
+        import torch
+
+        torch.set_num_threads(args.threads)
+        wanted = None if args.add_also == "all" else args.add_also.split(",")
+        done = truth.add_also(wanted)
+        print(f"truth: the second hardware column added to {len(done)} units; "
+              f"{truth.write_truth()}")
         return
     problem = device_problem(args.device, "--device")
     if problem is not None:  # no CUDA here: a clear error before any work
@@ -224,6 +237,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="v2: the latency bands of bands.json and the second seed; v1: --spaces")
     t.add_argument("--list", action="store_true",
                    help="print the units a run on --device would take now, and claim none")
+    t.add_argument("--add-also", default=None, metavar="ARCHS",
+                   help="score the second hardware column on finished score units that predate "
+                        "it and whose weights are here (comma-separated archs, or 'all')")
     t.set_defaults(run=cmd_truth)
     b = sub.add_parser("bands", help="measure a sample's latency and pick truth v2's bands")
     b.add_argument("--spaces", default="resnet")

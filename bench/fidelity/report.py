@@ -403,16 +403,47 @@ def _hwa_truth_text(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
     """The resnet table again, against the HWA truth (each arch's accuracy after the truth's
     HWA fine-tuning, ``score_hwa`` units): what an HWA-trained front would be ranked by."""
     held = truth[(truth.space == "resnet") & (truth.recipe == "hwa")]
+    gains = _hwa_gain_text(truth)
     if len(held) < MIN_SPACE or baselines is None:
         return (f"\n\nHWA truth: resnet archs HWA-trained and scored so far: {len(held)}; "
-                f"the ranking against it appears from {MIN_SPACE}.")
+                f"the ranking against it appears from {MIN_SPACE}.{gains}")
     table = rows(held.assign(recipe="digital"), scores[scores.recipe.isin(HWA_RECIPES)],
                  bootstrap, timing, baselines)
     based = int(held.base_device.notna().sum()) if "base_device" in held else 0
     return (f"\n\n### Against the HWA truth\n\n{len(held)} resnet archs after the truth's HWA "
             f"fine-tuning, pcm@1d ({based} of them from a base trained again on the HWA unit's "
             "device, truth.csv's `base_device`); the free baselines, `default` and the HWA "
-            "recipes:\n\n" + markdown(table))
+            "recipes:\n\n" + markdown(table) + gains)
+
+
+HWA_GAIN_COLS = ("acc_pcm@1d", "acc_pcm@30d", "acc_pcm_static@1d")
+
+
+def _hwa_gain_text(truth: pd.DataFrame) -> str:
+    """Per HWA truth arch, what the truth's HWA fine-tuning bought against the same arch trained
+    digitally (seed 0): the gain per hardware column, with the SE of the difference of two
+    independent means (the programmings differ), and the digital accuracy it cost."""
+    resnet = truth[(truth.space == "resnet") & (truth.seed == 0)].set_index("arch")
+    hwa, dig = resnet[resnet.recipe == "hwa"], resnet[resnet.recipe == "digital"]
+    archs = [a for a in hwa.index if a in dig.index]
+    if not archs:
+        return ""
+    out = []
+    for arch in archs:
+        row: dict[str, Any] = {"arch": arch, "params": int(hwa.at[arch, "params"])}
+        for col in (c for c in HWA_GAIN_COLS if {c, f"{c}_se"} <= set(resnet.columns)):
+            gap = 100 * (hwa.at[arch, col] - dig.at[arch, col])
+            se = 100 * float(np.hypot(hwa.at[arch, f"{col}_se"], dig.at[arch, f"{col}_se"]))
+            name = col.removeprefix("acc_")
+            row[f"{name} HWA"] = f"{100 * hwa.at[arch, col]:.2f}"
+            row[f"{name} gain (pt)"] = "n/a" if np.isnan(gap) else f"{gap:+.2f} +- {se:.2f}"
+        if "acc_digital" in resnet.columns:  # what the noise-trained weights give up
+            lost = 100 * (hwa.at[arch, "acc_digital"] - dig.at[arch, "acc_digital"])
+            row["digital gain (pt)"] = f"{lost:+.2f}"
+        out.append(row)
+    return ("\n\nWhat the truth's HWA fine-tuning bought, per arch, against the same arch "
+            "trained digitally (seed 0; +- the SE of the difference; n/a where the digital "
+            "truth predates the column):\n\n" + markdown(out))
 
 
 def _other_spaces(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,

@@ -326,14 +326,50 @@ def _score(unit: Unit) -> dict[str, Any]:
     out.update(_points("pcm", s["times"], res))
     out.update(repeats=res.repeats, images=res.images, path=res.path,
                analog_mac_fraction=res.coverage.get("mac_fraction"))
+    out.update(_also(model, unit))
+    return out
+
+
+def _also(model: torch.nn.Module, unit: Unit) -> dict[str, Any]:
+    """The second hardware column (``TRUTH["score"]["also"]``), seeded on its own: the same
+    numbers whether it runs in the score unit or later (``add_also``)."""
+    import analog
+    from analog.adabs import training_images
+
+    s, data = TRUTH["score"], _data()
     also = s["also"]
     res = analog.evaluate(model, data.x_test, data.y_test, also["hw"], times=tuple(also["times"]),
                           repeats=s["repeats"], seed=unit.seed, fast=s["fast"],
                           adabs=s["adabs"],
                           adabs_images=training_images(data.x_train, s["adabs"], unit.seed),
                           calib=data.x_train[:256], device=DEVICE)
-    out.update(_points(also["hw"], also["times"], res))
-    return out
+    return _points(also["hw"], also["times"], res)
+
+
+def add_also(archs: list[str] | None = None) -> list[str]:
+    """Score the ``also`` column on the finished score units that predate it (digital weights,
+    ``score``; HWA weights, ``score_hwa``), where this machine holds the unit's weights: such a
+    unit's row then compares with the later ones. The record keeps its own provenance and gains
+    the column's, under ``also_provenance``. Returns the completed units' stems."""
+    from hwnas.common.provenance import provenance
+
+    key = f"acc_{TRUTH['score']['also']['hw']}@{TRUTH['score']['also']['times'][0]}"
+    done = []
+    for path in sorted((DATA / "units").glob("*__score*.json")):
+        rec = json.loads(path.read_text())
+        unit = Unit(rec["space"], rec["arch"], rec["phase"], int(rec.get("seed", 0)))
+        source = unit.at("train" if unit.phase == "score" else "hwa")
+        if key in rec or (archs and unit.arch not in archs) \
+                or not (MODELS / f"{source.stem}.pt").is_file():
+            continue  # computed already, not asked for, or its weights are elsewhere
+        start = time.perf_counter()
+        model = _model(unit, source.phase).to(DEVICE)
+        rec.update(_also(model, unit), also_seconds=round(time.perf_counter() - start, 1),
+                   also_provenance=provenance(DEVICE))
+        path.write_text(json.dumps(rec, indent=1, default=str))
+        done.append(unit.stem)
+        print(f"{unit.stem}: {key} {rec[key]:.4f} ({rec['also_seconds']:.0f} s)", flush=True)
+    return done
 
 
 def _points(hw: str, times: list[str], res: Any) -> dict[str, Any]:

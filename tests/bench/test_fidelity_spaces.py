@@ -85,3 +85,23 @@ def test_the_hwa_recipes_are_ranked_against_the_hwa_truth() -> None:
     row = next(line for line in text.splitlines() if line.startswith("| default seed 1 |"))
     tau = float(row.split("|")[4])  # columns: scorer, kind, archs, tau, ...
     assert tau == pytest.approx(want, abs=0.01)  # against the HWA column, not the digital one
+
+
+def test_the_hwa_gain_is_the_gap_to_the_same_arch_trained_digitally() -> None:
+    cols = {"acc_digital": (0.87, 0.81), "acc_pcm@1d": (0.82, 0.83),
+            "acc_pcm@1d_se": (0.004, 0.003), "acc_pcm@30d": (0.80, 0.82),
+            "acc_pcm@30d_se": (0.006, 0.005),
+            "acc_pcm_static@1d": (np.nan, 0.79), "acc_pcm_static@1d_se": (np.nan, 0.005)}
+    truth = pd.DataFrame({"space": "resnet", "arch": RN[0], "seed": 0,
+                          "recipe": ["digital", "hwa"], "params": 12_714.0,
+                          **{k: list(v) for k, v in cols.items()}})
+    other = truth.iloc[:1].assign(arch=RN[1])  # digitally trained only: no row
+    text = report._hwa_gain_text(pd.concat([truth, other]))
+    row = next(line for line in text.splitlines() if line.startswith(f"| {RN[0]} |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "+1.00 +- 0.50"  # 83 - 82 pt, hypot(0.4, 0.3)
+    assert cells[5].startswith("+2.00 +- 0.78")
+    assert cells[7] == "n/a"  # the digital truth predates the column
+    assert cells[8] == "-6.00"
+    assert RN[1] not in text
+    assert report._hwa_gain_text(other) == ""

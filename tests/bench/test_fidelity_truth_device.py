@@ -211,3 +211,26 @@ def test_records_before_the_device_field_are_judged_by_their_provenance(tiny_tru
                                       "provenance": {"device": "NVIDIA H100 80GB HBM3"}}))
     with pytest.raises(RuntimeError, match="trained on 'cuda'"):
         truth.run_unit(score)
+
+
+def test_the_second_column_added_later_equals_the_score_units_own(
+        tiny_truth: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(truth.TRUTH, "score", {**truth.TRUTH["score"], "times": ["1d"],
+                                               "repeats": 1, "adabs": 64})
+    train, score = (truth.Unit("resnet", ARCH, p) for p in ("train", "score"))
+    truth.run_unit(train)
+    truth.run_unit(score)
+    key = "acc_pcm_static@1d"
+    full = json.loads(score.path.read_text())
+    # a record from before the column (the first set's records also lack the seed: 0)
+    old = {k: v for k, v in full.items() if not k.startswith(key) and k != "seed"}
+    score.path.write_text(json.dumps(old))
+    assert truth.add_also(["rn:s16-d1r1c24"]) == []  # not asked for
+    assert truth.add_also(None) == [score.stem]
+    added = json.loads(score.path.read_text())
+    assert added[key] == full[key] and added[f"{key}_accs"] == full[f"{key}_accs"]
+    assert added["provenance"] == full["provenance"] and "also_provenance" in added
+    assert truth.add_also(None) == []  # done once
+    (truth.MODELS / f"{train.stem}.pt").unlink()
+    score.path.write_text(json.dumps(old))
+    assert truth.add_also(None) == []  # its weights are not here: never retrained for it
