@@ -231,6 +231,8 @@ def test_the_second_column_added_later_equals_the_score_units_own(
     assert added[key] == full[key] and added[f"{key}_accs"] == full[f"{key}_accs"]
     assert added["provenance"] == full["provenance"] and "also_provenance" in added
     assert truth.add_also(None) == []  # done once
+    score.path.write_text(json.dumps({**old, "acc_digital": old["acc_digital"] + 0.01}))
+    assert truth.add_also(None) == []  # the weights here are not the ones the record scored
     (truth.MODELS / f"{train.stem}.pt").unlink()
     score.path.write_text(json.dumps(old))
     assert truth.add_also(None) == []  # its weights are not here: never retrained for it
