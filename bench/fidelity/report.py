@@ -388,6 +388,7 @@ def write(*, bootstrap: int = 2000) -> str:
     noise = (ceiling(truth_seeds, truth, inside) + "\n\n" + _calibration_text(calibrate(scores))
              + _front_text())
     text += _other_spaces(truth, scores, bootstrap, timing, baselines)
+    text += _static_truth_text(truth, scores, bootstrap, timing, baselines)
     text += _hwa_truth_text(truth, scores, bootstrap, timing, baselines)
     (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing, noise))
     return text
@@ -414,6 +415,34 @@ def _hwa_truth_text(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
             f"fine-tuning, pcm@1d ({based} of them from a base trained again on the HWA unit's "
             "device, truth.csv's `base_device`); the free baselines, `default` and the HWA "
             "recipes:\n\n" + markdown(table) + gains)
+
+
+STATIC_KEY = RECIPE_KEY["default_static"]
+# Ranked against the truth's pcm_static column: the recipe that scores that model, and the
+# shipped one (which scores pcm) beside it.
+STATIC_RECIPES = ("default", "default_static")
+
+
+def _static_truth_text(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
+                       timing: pd.DataFrame | None, baselines: pd.DataFrame | None) -> str:
+    """The resnet table again on the archs whose digital truth holds ``pcm_static``@1d (the
+    model studies score and the energy model charges), ranked against that column: the free
+    baselines beside the recipes on the same archs (the derived scorers but the shipped
+    shrinkage left out)."""
+    dig = truth[(truth.space == "resnet") & (truth.recipe == "digital")]
+    held = dig[dig[STATIC_KEY].notna()] if STATIC_KEY in dig else dig.iloc[:0]
+    if len(held) < MIN_SPACE or baselines is None:
+        return ""
+    table = [r for r in rows(held.assign(**{KEY: held[STATIC_KEY]}),
+                             scores[scores.recipe.isin(STATIC_RECIPES)], bootstrap, timing,
+                             baselines)
+             if not any(t in r["scorer"] for t in ("rank mean", "TSE", "shrunk to size"))]
+    n = max((r["archs"] for r in table), default=0)
+    return (f"\n\n### Against the pcm_static truth\n\nThe {len(held)} resnet truth archs whose "
+            f"digital truth also holds {STATIC_KEY[4:]} ({n} of them inside the budget), ranked "
+            "against that column: the free baselines, `default` (which scores `pcm`) and "
+            "`default_static` (the same recipe scored on `pcm_static`), and the shipped pick's "
+            "shrinkage toward SynFlow:\n\n" + markdown(table))
 
 
 HWA_GAIN_COLS = ("acc_pcm@1d", "acc_pcm@30d", "acc_pcm_static@1d")

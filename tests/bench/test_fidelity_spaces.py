@@ -105,3 +105,25 @@ def test_the_hwa_gain_is_the_gap_to_the_same_arch_trained_digitally() -> None:
     assert cells[8] == "-6.00"
     assert RN[1] not in text
     assert report._hwa_gain_text(other) == ""
+
+
+def test_the_static_section_ranks_against_the_pcm_static_column() -> None:
+    truth, scores, base = _frames()
+    assert report._static_truth_text(truth, scores, 0, None, base) == ""  # no such column yet
+    rng = np.random.default_rng(2)
+    rn = truth.space == "resnet"
+    truth.loc[rn, "acc_pcm_static@1d"] = rng.permutation(truth.loc[rn, "acc_pcm@1d"].values)
+    static = scores[scores.seed == 1].assign(recipe="default_static")
+    text = report._static_truth_text(truth, pd.concat([scores, static]), 0, None, base)
+    assert "### Against the pcm_static truth" in text and "The 5 resnet truth archs" in text
+    col = truth.set_index("arch")["acc_pcm_static@1d"].loc[RN].values
+    got = static.set_index("arch").acc.loc[RN].values
+
+    def tau_of(prefix: str) -> float:
+        row = next(line for line in text.splitlines() if line.startswith(f"| {prefix}"))
+        return float(row.split("|")[4])
+
+    assert tau_of("default_static seed 1") == pytest.approx(fm.tau(got, col), abs=0.01)
+    want = fm.tau(base[base.seed == 1].set_index("arch").params.loc[RN].values, col)
+    assert tau_of("params |") == pytest.approx(want, abs=0.01)
+    assert "rank mean" not in text and "TSE" not in text
