@@ -362,7 +362,7 @@ def calibrate(scores: pd.DataFrame) -> list[dict[str, Any]]:
         var = float(np.mean(gap**2) / 2 - np.mean((p.acc_se_x**2 + p.acc_se_y**2) / 2))
         sd = max(var, 0.0) ** 0.5
 
-        stored[recipe] = {"acc_pcm@1d": round(sd, 4), "pairs": len(p)}
+        stored[recipe] = {RECIPE_KEY.get(recipe, KEY): round(sd, 4), "pairs": len(p)}
         out.append({"recipe": recipe, "same-arch seed pairs": len(p),
                     "median |gap| (pt)": 100 * float(np.median(np.abs(gap))),
                     "training noise SD (pt)": 100 * sd,
