@@ -140,11 +140,13 @@ def quantile_ranges_torch(model: nn.Module, layers: dict[str, nn.Module], rpu, c
         handles.append(layer.register_forward_pre_hook(pre))
         if out_scale != 1.0:  # a perfect tile applies forward.out_scale, the digital bias not
             handles.append(layer.register_forward_hook(_out_scaled(out_scale)))
+    # the model may sit on an accelerator while the calibration images stay on the host
+    device = next((p.device for p in model.parameters()), calib.device)
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             for batch in calib.split(batch_size):
-                model(batch)
+                model(batch.to(device))
     finally:
         for handle in handles:
             handle.remove()

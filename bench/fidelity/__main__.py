@@ -212,6 +212,18 @@ def cmd_time(args: argparse.Namespace) -> None:
     print(f"timing: {recipes.time_all(archs, names, threads=args.threads)}")
 
 
+def cmd_crossdevice(args: argparse.Namespace) -> None:
+    from bench.fidelity import crossdevice
+
+    truth.use_device(args.device)
+    out = crossdevice.run(args.only.split(","), threads=args.threads)
+    for c in out["checks"]:
+        print(f"{c['arch']}: {100 * c['acc_digital']:.2f} % on {c['device']} against "
+              f"{100 * c['stored_acc_digital']:.2f} % on {c['stored_device']} "
+              f"({c['gap_pt']:+.2f} pt; one seed's SD {out['seed_sd_pt']} pt)")
+    print(crossdevice.OUT)
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     from bench.fidelity import report
 
@@ -275,6 +287,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     m.add_argument("--archs", type=int, default=3, help="the N cheapest resnet truth archs")
     m.add_argument("--threads", type=int, default=1)
     m.set_defaults(run=cmd_time)
+    x = sub.add_parser("crossdevice", help="retrain truth archs here that the other kind of "
+                       "device trained, beside their records")
+    x.add_argument("--only", required=True, help="comma-separated truth archs")
+    x.add_argument("--device", default="cpu", help="cpu or cuda: where they are retrained")
+    x.add_argument("--threads", type=int, default=1)
+    x.set_defaults(run=cmd_crossdevice)
     r = sub.add_parser("report", help="table and plot from the stored scores")
     r.add_argument("--bootstrap", type=int, default=2000)
     r.set_defaults(run=cmd_report)

@@ -32,7 +32,13 @@ from typing import Any
 import torch
 
 from bench import ROOT
-from hwnas.common.devices import deterministic_state, is_cuda, tf32_state
+from hwnas.common.devices import (
+    deterministic_state,
+    is_cuda,
+    set_deterministic,
+    set_tf32,
+    tf32_state,
+)
 
 DATA = ROOT / "bench" / "data" / "fidelity"
 MODELS = ROOT / ".hwnas_cache" / "fidelity"
@@ -55,6 +61,18 @@ TRUTH: dict[str, Any] = {
 # Where the units run (``bench.fidelity truth --device``): not part of the recipe, recorded in each
 # unit's provenance. On CUDA, training runs in fp32 (no autocast) like on the CPU.
 DEVICE = "cpu"
+
+
+def use_device(device: str) -> None:
+    """Run this process's units on ``device``: on CUDA in fp32 with TF32 off (cuDNN would default
+    to TF32) and with deterministic kernels, so that weights lost with a machine are retrained to
+    the same values on the same GPU and software (``_redo``), and a later window's HWA and
+    scoring start from the weights the record describes."""
+    global DEVICE
+    DEVICE = device
+    if is_cuda(device):
+        set_tf32(False)
+        set_deterministic()
 
 
 # An arch string's tag names its space (docs/spaces.md): the truth's spaces.
@@ -192,7 +210,7 @@ def _weights_here(done: Unit, device: str | None = None) -> bool:
     finished unit: recomputing is only faithful on the device its record names (``_redo``)."""
     if (MODELS / f"{done.stem}.pt").is_file():
         return True
-    return _ran_on(json.loads(done.path.read_text())) == (device or DEVICE).split(":")[0]
+    return ran_on(json.loads(done.path.read_text())) == (device or DEVICE).split(":")[0]
 
 
 # -- the work -----------------------------------------------------------------------------------
@@ -227,7 +245,7 @@ def _redo(unit: Unit) -> None:
     same device: on a GPU, the worker's deterministic kernels, same GPU and software; records
     written before those were set say so by lacking ``deterministic``). Weights trained on
     another device cannot be recomputed here."""
-    recorded = _ran_on(json.loads(unit.path.read_text())) if unit.done() else DEVICE
+    recorded = ran_on(json.loads(unit.path.read_text())) if unit.done() else DEVICE
     if recorded != DEVICE.split(":")[0]:
         raise RuntimeError(
             f"truth: the weights of {unit.stem} were trained on {recorded!r} and are missing "
@@ -260,7 +278,7 @@ def _save(model: torch.nn.Module, unit: Unit) -> None:
     torch.save({k: v.cpu() for k, v in model.state_dict().items()}, MODELS / f"{unit.stem}.pt")
 
 
-def _fit_base(unit: Unit) -> tuple[torch.nn.Module, dict[str, Any]]:
+def fit_base(unit: Unit) -> tuple[torch.nn.Module, dict[str, Any]]:
     """The truth's training run (``TRUTH["train"]``) of ``unit``'s arch and seed, on this device."""
     from hwnas.train.loop import FitConfig, evaluate, fit
 
@@ -273,7 +291,7 @@ def _fit_base(unit: Unit) -> tuple[torch.nn.Module, dict[str, Any]]:
 
 
 def _train(unit: Unit) -> dict[str, Any]:
-    model, out = _fit_base(unit)
+    model, out = fit_base(unit)
     _save(model, unit)
     return out
 
@@ -286,7 +304,7 @@ def _hwa_base(unit: Unit) -> tuple[torch.nn.Module, dict[str, Any]]:
     run every arch's HWA chain, where the CPU would need hours per arch to retrain."""
     if _weights_here(unit.at("train")):
         return _model(unit, "train"), {}
-    model, out = _fit_base(unit)
+    model, out = fit_base(unit)
     return model.eval(), {"base_device": DEVICE.split(":")[0],
                           "base_acc_digital": out["acc_digital"],
                           "base_train_seconds": out["train_seconds"]}
@@ -450,7 +468,7 @@ def truth_rows() -> list[dict[str, Any]]:
         for key in keys:
             for suffix in ("", "_se", "_std", "_median"):
                 row[f"{key}{suffix}"] = rec.get(f"{key}{suffix}")
-        row["train_device"] = _device_of(train)
+        row["train_device"] = device_of(train)
         # an HWA row whose base was trained again on the HWA unit's device (``_hwa_base``)
         hwa = units.get((space, arch, seed, "hwa"), {}) if phase == "score_hwa" else {}
         row["base_device"] = hwa.get("base_device")
@@ -458,17 +476,17 @@ def truth_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def _device_of(unit: dict[str, Any]) -> str | None:
+def device_of(unit: dict[str, Any]) -> str | None:
     """The device a unit ran on, as its provenance names it (a CPU model or a GPU name)."""
     return (unit.get("provenance") or {}).get("device")
 
 
-def _ran_on(unit: dict[str, Any]) -> str:
+def ran_on(unit: dict[str, Any]) -> str:
     """``cpu`` or ``cuda``: the record's own field, else (records before it had one) read from
     the device its provenance names."""
     if "device" in unit:
         return str(unit["device"]).split(":")[0]
-    return "cuda" if "NVIDIA" in (_device_of(unit) or "") else "cpu"
+    return "cuda" if "NVIDIA" in (device_of(unit) or "") else "cpu"
 
 
 def write_truth() -> Path:

@@ -5,7 +5,6 @@ under that name there."""
 from __future__ import annotations
 
 from bench.fidelity import bands, truth
-from hwnas.common.devices import is_cuda, set_deterministic, set_tf32
 
 
 def run(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None,
@@ -14,12 +13,6 @@ def run(spaces: dict[str, list[str]] | None, threads: int, seconds: float | None
     ``phases``: only units of these phases (None: all).
 
     Returns the number of units done."""
-    truth.DEVICE = device  # a spawned worker imports the module afresh
-    if is_cuda(device):
-        set_tf32(False)  # the truth is fp32; cuDNN would default to TF32
-        # Deterministic kernels: weights lost with a machine are retrained to the same values on
-        # the same GPU and software (``truth._redo``), so a later window's HWA and scoring start
-        # from the weights the record describes.
-        set_deterministic()
+    truth.use_device(device)  # a spawned worker imports the module afresh
     units = bands.plan_v2() if spaces is None else truth.plan(spaces)
     return truth.work(truth.with_phases(units, phases), threads=threads, stop_after=seconds)

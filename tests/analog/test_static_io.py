@@ -4,6 +4,8 @@ against aihwkit's tile in distribution at every drift time."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -83,3 +85,14 @@ def test_torch_calibration_keeps_aihwkit_vectors_and_ranges(tile_size, trained_c
         torch.testing.assert_close(got, want, rtol=1e-5, atol=0.0, msg=name)
         rows += len(got)
     assert rows == (3 if tile_size == 256 else 1 + 12 + 3)
+
+
+@pytest.mark.gpu
+def test_ranges_of_a_model_on_cuda_from_host_images(trained_cnn, digits):
+    # the truth scores a model moved to the GPU and calibrates it with images left on the host
+    hw, calib = analog.get_hw("pcm_static"), digits.x_train[:15]
+    on_cpu = hw.calibrated(trained_cnn, hw.rpu_config(), calib)
+    on_gpu = hw.calibrated(copy.deepcopy(trained_cnn).cuda(), hw.rpu_config(), calib)
+    for i in (0, 3, 8):
+        want, got = learned_input_ranges(on_cpu[i]), learned_input_ranges(on_gpu[i])
+        assert torch.allclose(got.cpu(), want, rtol=1e-4)

@@ -27,17 +27,6 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture
-def tiny_truth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The truth's folders under tmp_path, and training cut to a few steps."""
-    monkeypatch.setattr(truth, "ROOT", tmp_path)
-    monkeypatch.setattr(truth, "DATA", tmp_path / "bench/data/fidelity")
-    monkeypatch.setattr(truth, "MODELS", tmp_path / ".hwnas_cache/fidelity")
-    monkeypatch.setitem(truth.TRUTH, "train", {**truth.TRUTH["train"], "epochs": 0.01,
-                                               "warmup_epochs": 0.0})
-    return tmp_path
-
-
 def test_train_phase_only_then_pack_restores_records_and_weights(tiny_truth: Path,
                                                                  tmp_path: Path) -> None:
     start = time.time() - 1
