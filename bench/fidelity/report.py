@@ -291,8 +291,7 @@ def ceiling(truth_seeds: pd.DataFrame, truth: pd.DataFrame,
             inside: pd.DataFrame | None = None) -> str:
     """The truth's own noise, from the archs trained under a second seed, and the tau it caps;
     with ``inside`` (``reference``'s in-budget archs), the equal-cost measures it caps too."""
-    digital = truth_seeds[(truth_seeds.space == "resnet") & (truth_seeds.recipe == "digital")]
-    wide = digital.pivot_table(index="arch", columns="seed", values=KEY).dropna()
+    wide = _seed_pairs(truth_seeds)
     if wide.shape[1] < 2 or len(wide) < 2:
         return ("The truth's seed noise is not measured yet: no arch has two truth seeds "
                 f"({len(wide)} so far).")
@@ -306,6 +305,30 @@ def ceiling(truth_seeds: pd.DataFrame, truth: pd.DataFrame,
             f"{fm.tau(a, b):.2f} on these archs. A noiseless score ranked against this truth "
             f"({len(ref)} archs) would reach tau {med:.2f} (5th percentile {low:.2f}): the "
             "ceiling of every tau in the table." + _equal_cost_ceiling(inside, sd))
+
+
+def _seed_pairs(truth_seeds: pd.DataFrame) -> pd.DataFrame:
+    """The resnet archs trained under two truth seeds, one column per seed (the only space with
+    a second seed)."""
+    digital = truth_seeds[(truth_seeds.space == "resnet") & (truth_seeds.recipe == "digital")]
+    return digital.pivot_table(index="arch", columns="seed", values=KEY).dropna()
+
+
+def _space_ceiling(held: pd.DataFrame, truth_seeds: pd.DataFrame) -> str:
+    """What a noiseless score could reach on another space's truth, with the training noise
+    measured on resnet's second seed (borrowed: that space has no second seed of its own)."""
+    wide = _seed_pairs(truth_seeds)
+    if wide.shape[1] < 2 or len(wide) < 2 or len(held) < 3:
+        return ""
+    sd = fm.seed_noise_sd(wide.iloc[:, 0].values, wide.iloc[:, 1].values)
+    t, params = held[KEY].values, held.params.values.astype(float)
+    med, low = fm.tau_ceiling(t, sd)
+    res, res_low = fm.tau_ceiling(t, sd, measure=lambda x, y: fm.residual_tau(x, y, params))
+    return (f"\n\nIts truth spans {100 * (t.max() - t.min()):.2f} pt (SD {100 * t.std(ddof=1):.2f}"
+            f" pt over {len(t)} archs), against a training-seed noise of {100 * sd:.2f} pt per "
+            "value measured on resnet (this space has no second truth seed): a noiseless score "
+            f"would reach tau {med:.2f} (5th percentile {low:.2f}) and residual tau {res:.2f} "
+            f"({res_low:.2f}) here, the ceiling of this table.")
 
 
 def _equal_cost_ceiling(inside: pd.DataFrame | None, sd: float) -> str:
@@ -387,7 +410,7 @@ def write(*, bootstrap: int = 2000) -> str:
     inside = reference(truth, baselines) if baselines is not None else None
     noise = (ceiling(truth_seeds, truth, inside) + "\n\n" + _calibration_text(calibrate(scores))
              + _front_text())
-    text += _other_spaces(truth, scores, bootstrap, timing, baselines)
+    text += _other_spaces(truth, scores, bootstrap, timing, baselines, truth_seeds)
     text += _static_truth_text(truth, scores, bootstrap, timing, baselines)
     text += _hwa_truth_text(truth, scores, bootstrap, timing, baselines)
     (RESULTS / "fidelity.md").write_text(_page(text, truth, scores, timing, noise))
@@ -476,7 +499,8 @@ def _hwa_gain_text(truth: pd.DataFrame) -> str:
 
 
 def _other_spaces(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
-                  timing: pd.DataFrame | None, baselines: pd.DataFrame | None) -> str:
+                  timing: pd.DataFrame | None, baselines: pd.DataFrame | None,
+                  truth_seeds: pd.DataFrame) -> str:
     """A table per truth space beyond resnet (mbconv: its latency bands), the same rows and
     measures, or a line saying how much of its truth exists."""
     out = ""
@@ -490,7 +514,7 @@ def _other_spaces(truth: pd.DataFrame, scores: pd.DataFrame, bootstrap: int,
         table = rows(truth, scores, bootstrap, timing, baselines, space)
         out += (f"\n\n### {space}\n\n{len(held)} of its {planned} banded truth archs "
                 f"(bench/data/fidelity/bands.json), every one ranked (no budget cut):\n\n"
-                + markdown(table) + _goals_text(table))
+                + markdown(table) + _goals_text(table) + _space_ceiling(held, truth_seeds))
     return out
 
 

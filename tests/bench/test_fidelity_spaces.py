@@ -63,10 +63,33 @@ def test_each_space_is_ranked_on_its_own_archs(space: str, archs: list[str]) -> 
 def test_a_space_gets_its_table_once_its_truth_has_enough_archs() -> None:
     truth, scores, base = _frames()
     few = truth[~truth.arch.isin(MB[2:])]
-    line = report._other_spaces(few, scores, 0, None, base)
+    one_seed = truth.assign(seed=0)
+    line = report._other_spaces(few, scores, 0, None, base, one_seed)
     assert "mbconv: 2 of its" in line and "###" not in line
-    table = report._other_spaces(truth, scores, 0, None, base)
+    table = report._other_spaces(truth, scores, 0, None, base, one_seed)
     assert "### mbconv" in table and "4 of its" in table and "| params |" in table
+    assert "noiseless score" not in table  # no second truth seed: no ceiling to draw
+
+
+def _two_seeds(truth: pd.DataFrame, gap: float) -> pd.DataFrame:
+    """resnet's archs under a second seed whose values differ by +-gap, alternately."""
+    rn = truth[(truth.space == "resnet") & (truth.recipe == "digital")]
+    other = rn.assign(seed=1)
+    other["acc_pcm@1d"] += [gap if i % 2 else -gap for i in range(len(other))]
+    return pd.concat([rn.assign(seed=0), other])
+
+
+def test_another_space_gets_the_ceiling_of_resnets_measured_seed_noise() -> None:
+    truth, scores, base = _frames()
+    held = truth[(truth.space == "mbconv") & (truth.recipe == "digital")]
+    n = int(((truth.space == "resnet") & (truth.recipe == "digital")).sum())
+    gaps = np.array([0.01 if i % 2 else -0.01 for i in range(n)])
+    want = 100 * np.std(gaps, ddof=1) / np.sqrt(2)
+    text = report._space_ceiling(held, _two_seeds(truth, 0.01))
+    assert f"training-seed noise of {want:.2f} pt" in text and "no second truth seed" in text
+    assert "would reach tau 1.00" in report._space_ceiling(held, _two_seeds(truth, 0.0))
+    table = report._other_spaces(truth, scores, 0, None, base, _two_seeds(truth, 0.01))
+    assert table.endswith(text)
 
 
 def test_the_hwa_recipes_are_ranked_against_the_hwa_truth() -> None:
