@@ -27,12 +27,21 @@ def _record(device: str, acc: float = 0.5) -> truth.Unit:
 def test_retrains_here_and_sets_the_record_beside(tiny_truth: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(crossdevice, "OUT", tiny_truth / "out.json")
+    trained = []
+
+    def fit_base(unit: truth.Unit) -> tuple[None, dict[str, float]]:
+        # the truth's training itself is tested in test_fidelity_truth_device; here, its use
+        trained.append((unit, truth.DEVICE))
+        return None, {"acc_digital": 0.2725, "train_seconds": 1.0}
+
+    monkeypatch.setattr(truth, "fit_base", fit_base)
     _record("cuda", acc=0.25)
     out = crossdevice.run([ARCH])
+    assert trained == [(truth.Unit("resnet", ARCH, "train"), "cpu")]
     (check,) = out["checks"]
     assert check["stored_device"] == "NVIDIA H200" and check["device"] == "cpu"
-    assert check["stored_acc_digital"] == 0.25 and 0 < check["acc_digital"] <= 1
-    assert check["gap_pt"] == pytest.approx(100 * (check["acc_digital"] - 0.25), abs=0.01)
+    assert check["stored_acc_digital"] == 0.25 and check["acc_digital"] == 0.2725
+    assert check["gap_pt"] == pytest.approx(2.25)
     assert json.loads((tiny_truth / "out.json").read_text())["checks"] == out["checks"]
     # the stored record and its (absent) weights are untouched: nothing is saved as the truth's
     assert json.loads(truth.Unit("resnet", ARCH, "train").path.read_text())["device"] == "cuda"
