@@ -16,6 +16,8 @@ import torch
 
 from bench import ROOT
 from bench.fidelity import truth
+from bench.fidelity.measures import seed_noise_sd, seed_pairs
+from hwnas.common.provenance import provenance
 
 OUT = ROOT / "bench" / "results" / "fidelity_crossdevice.json"
 
@@ -42,14 +44,10 @@ def seed_gap_sd() -> float | None:
     a second truth seed (``measures.seed_noise_sd`` of their seed pairs)."""
     import pandas as pd
 
-    from bench.fidelity.measures import seed_noise_sd
-
     path = truth.DATA / "truth_seeds.csv"
     if not path.is_file():
         return None
-    rows = pd.read_csv(path)
-    rows = rows[rows.recipe == "digital"]
-    wide = rows.pivot_table(index="arch", columns="seed", values="acc_digital").dropna()
+    wide = seed_pairs(pd.read_csv(path), "acc_digital")
     if wide.shape[1] < 2 or len(wide) < 2:
         return None
     return round(100 * seed_noise_sd(wide.iloc[:, 0], wide.iloc[:, 1]), 2)
@@ -59,8 +57,6 @@ def run(archs: list[str], threads: int = 1) -> dict[str, Any]:
     torch.set_num_threads(threads)
     out = {"checks": [retrain(a) for a in archs], "seed_sd_pt": seed_gap_sd(),
            "command": "python -m bench.fidelity crossdevice --only " + ",".join(archs)}
-    from hwnas.common.provenance import provenance
-
     out["provenance"] = provenance(truth.DEVICE)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1, default=str))

@@ -117,6 +117,13 @@ def tau_ceiling(truth: Sequence[float], noise_sd: float, n: int = 2000, seed: in
     return float(np.median(vals)), float(np.percentile(vals, 5))
 
 
+def seed_pairs(rows, value: str, space: str | None = None):  # noqa: ANN001, ANN201 - DataFrames
+    """The digital truth rows (``truth_seeds.csv``) of archs trained under two or more seeds, one
+    column of ``value`` per seed; ``space`` None: every space."""
+    digital = rows[(rows.recipe == "digital") & ((rows.space == space) if space else True)]
+    return digital.pivot_table(index="arch", columns="seed", values=value).dropna()
+
+
 def seed_noise_sd(a: Sequence[float], b: Sequence[float]) -> float:
     """Per-measurement noise SD from paired repeats: SD(a - b) / sqrt(2)."""
     d = np.asarray(a, float) - np.asarray(b, float)

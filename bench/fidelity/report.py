@@ -308,10 +308,8 @@ def ceiling(truth_seeds: pd.DataFrame, truth: pd.DataFrame,
 
 
 def _seed_pairs(truth_seeds: pd.DataFrame) -> pd.DataFrame:
-    """The resnet archs trained under two truth seeds, one column per seed (the only space with
-    a second seed)."""
-    digital = truth_seeds[(truth_seeds.space == "resnet") & (truth_seeds.recipe == "digital")]
-    return digital.pivot_table(index="arch", columns="seed", values=KEY).dropna()
+    """The resnet archs trained under two truth seeds (the only space with a second seed)."""
+    return fm.seed_pairs(truth_seeds, KEY, "resnet")
 
 
 def _space_ceiling(held: pd.DataFrame, truth_seeds: pd.DataFrame) -> str:
