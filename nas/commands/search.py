@@ -69,8 +69,11 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
-    """``["train.epochs=2", "sampler.name=random"]`` -> dotted overrides, values read as YAML."""
+    """``["train.epochs=2", "sampler.name=random"]`` -> dotted overrides, values read as YAML
+    (YAML 1.2 booleans: ``--set pareto.shrink=off`` gives ``"off"``, not False)."""
     import yaml
+
+    from nas.study.yaml_values import loads
 
     out = {}
     for item in items:
@@ -79,7 +82,7 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             raise ConfigError.one("--set", "must be KEY=VALUE with a dotted config key", item,
                                   "write e.g. --set train.epochs=2")
         try:
-            out[key.strip()] = yaml.safe_load(text)
+            out[key.strip()] = loads(text)
         except yaml.YAMLError:
             out[key.strip()] = text
     return out

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from hwnas.common.provenance import provenance
 from nas.results import summary
 from nas.results.export import arch_dirname
+from nas.results.free_front import front_change
 from nas.results.plots import hv_figure, pairs_figure, pareto_figure
 from nas.search.prior_rung import is_prior
 from nas.study import store
@@ -79,6 +80,32 @@ def _rung_label(cfg: StudyConfig, t: Any, lower: bool) -> str:
     label = f"rung {int(t.user_attrs['rung'])} (top: {top})" + (
         f", {budget:g} {cfg.schedule.resource}" if budget is not None else "")
     return f"{label}: lower rung, not on the front" if lower else label
+
+
+def _change_section(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
+    """What training changed against the free front of rung 0 (empty without a rung 0)."""
+    change = front_change(cfg, study, front.trials)
+    if change is None:
+        return ""
+    status = {**{a: "kept on the front" for a in change.kept},
+              **{a: "dropped: dominated once trained" for a in change.dropped},
+              **{a: "not trained" for a in change.untrained},
+              **{a: "added: trained, off the free front" for a in change.added}}
+    scored = {t.user_attrs.get("arch"): t for t in summary.completed(study) if not is_prior(t)}
+    key = front.keys[0]
+    rows = []
+    for arch, what in status.items():
+        t = scored.get(arch)
+        rows.append({"arch": arch, "training": what,
+                     key: t.values[0] if t is not None else None,
+                     f"{key} ±SE": t.user_attrs.get(f"{key}_se") if t is not None else None})
+    text = (f"{len(change.free)} candidates are on the free front of {change.n_looks} looks "
+            f"({cfg.schedule.prior} against the costs, no training). Training kept "
+            f"{len(change.kept)}, dropped {len(change.dropped)}, left {len(change.untrained)} "
+            f"untrained (schedule.promote_max or the run's limits) and added "
+            f"{len(change.added)}; the front above holds trained candidates only.")
+    return (f"<h2>What training changed</h2><p>{html.escape(text)}</p>"
+            + _table(pd.DataFrame(rows)))
 
 
 def _finalize_section(study_dir: Path) -> str:
@@ -168,6 +195,7 @@ def write_report(study_dir: str | Path) -> Path:
     parts = [_header(cfg, study, front), "<h2>Figures</h2>",
              *[_img(b, alt) for b, alt in figs],
              "<h2>Pareto front</h2>", _table(_front_frame(cfg, front, study_dir)),
+             _change_section(cfg, study, front),
              _finalize_section(study_dir), "<h2>All trials</h2>", _table(frame, "trials")]
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(cfg.name)}"
             f"</title><style>{_CSS}</style></head><body>{''.join(parts)}</body></html>")

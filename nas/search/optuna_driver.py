@@ -210,6 +210,8 @@ def _stop_reason(cfg: StudyConfig, study: optuna.Study, stop: _StopRule,
         return f"max_failed ({stop.failed} failed trials)"
     if store.n_claimed(study) >= cfg.n_trials:
         return f"n_trials ({cfg.n_trials})"
+    if any(schedule.SCREEN_DONE in t.user_attrs for t in study.get_trials(deepcopy=False)):
+        return f"screen done ({cfg.schedule.looks} looks, their promotions trained)"
     if cfg.timeout is not None and time.monotonic() - started >= cfg.timeout:
         return f"timeout ({cfg.timeout:g} s)"
     return "unknown"

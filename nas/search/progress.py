@@ -104,7 +104,7 @@ def trial_line(trial: FrozenTrial, keys: list[str], elapsed_s: float, done: int,
         parts += [_value(trial, k, v) for k, v in measured(trial, keys).items()]
     elif prior is not None:
         parts += [_value(trial, k, trial.user_attrs[k]) for k in keys]
-    if trial.state == TrialState.FAIL:
+    if trial.state == TrialState.FAIL or "fail_reason" in trial.user_attrs:
         reason = str(trial.user_attrs.get("fail_reason") or "no reason recorded")
         parts.append(f"reason: {reason.splitlines()[0][:200]}")
     split = seconds_split(trial)

@@ -67,6 +67,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.errors import ConfigError
+from nas.algorithms.pareto import non_dominated_sort
 from nas.algorithms.promotion import promote
 from nas.scoring.evaluate import Evaluator
 from nas.search.prior_rung import PriorRung, is_prior
@@ -80,6 +81,7 @@ from nas.study.schedule import (
 )
 
 LIVE = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
+SCREEN_DONE = "screen_done"  # user attr of the new candidate that found the screen complete
 
 
 @dataclass(frozen=True)
@@ -101,25 +103,58 @@ def promotion_key(arch: str, rung: int) -> str:
     return f"{arch}@{rung}"
 
 
+@dataclass(frozen=True)
+class FirstRung:
+    """What goes up from a free rung 0 (``schedule.prior``): its best ``share`` (None: 1/eta),
+    or with ``front`` every member of its free front (at most ``most``, in promotion order:
+    extremes first, then the most isolated); none before ``looks`` looks are done."""
+
+    share: float | None = None
+    front: bool = False
+    looks: int | None = None
+    most: int | None = None  # at most this many of the front (``schedule.promote_max``)
+
+    @classmethod
+    def of(cls, s: ScheduleCfg) -> FirstRung | None:
+        if s.prior == "none":
+            return None
+        return cls(first_share(s), s.prior_promote == "front", s.looks, s.promote_max)
+
+    def k(self, values: np.ndarray, directions: Sequence[str], eta: float) -> int:
+        """How many of rung 0's finished feasible candidates (``values``) go up."""
+        if self.front:  # the free front: rank 0 of (prior, costs), spread by crowding if capped
+            n = int(np.sum(non_dominated_sort(values, directions) == 0)) if len(values) else 0
+            return min(n, self.most) if self.most is not None else n
+        share = len(values) * (self.share if self.share is not None else 1 / eta)
+        return int(math.floor(share + 1e-9))
+
+
 def pending(records: Sequence[Record], directions: Sequence[str], eta: float,
-            top: int, first: float | None = None) -> list[tuple[Record, int]]:
+            top: int, first: FirstRung | None = None) -> list[tuple[Record, int]]:
     """Promotions due now: (finished record, rung it goes to), highest rung first.
 
     Per (bracket, rung) below ``top``: the first finished feasible record of each arch, ranked
     by ``nas.algorithms.promotion``; its best ``floor(n / eta)`` go up unless their key is already
-    held. ``first``: the share of rung 0 that goes up instead (``schedule.prior_share``).
+    held. ``first``: the rule of a free rung 0 instead (``schedule.prior``: its share, its whole
+    free front, and the looks it waits for).
     """
     held = {r.promotion for r in records if r.promotion}
     groups: dict[tuple[int, int], dict[str, Record]] = {}
     for r in sorted(records, key=lambda r: r.number):
         if r.done and r.feasible and r.rung < top:
             groups.setdefault((r.bracket, r.rung), {}).setdefault(r.arch, r)
+    looked = sum(r.done and r.rung == 0 for r in records)  # infeasible looks count too
     out = []
     for (_, rung), by_arch in sorted(groups.items(), key=lambda kv: -kv[0][1]):
         cands = list(by_arch.values())
-        share = len(cands) * first if rung == 0 and first is not None else len(cands) / eta
-        k = int(math.floor(share + 1e-9))
-        best = promote(np.array([c.values for c in cands]), directions, k)
+        values = np.array([c.values for c in cands])
+        if rung == 0 and first is not None:
+            if first.looks is not None and looked < first.looks:
+                continue  # the screen is not done: its free front is not known yet
+            k = first.k(values, directions, eta)
+        else:
+            k = int(math.floor(len(cands) / eta + 1e-9))
+        best = promote(values, directions, k)
         out += [(cands[i], rung + 1) for i in best
                 if promotion_key(cands[i].arch, rung + 1) not in held]
     return out
@@ -168,12 +203,27 @@ class SuccessiveHalving:
             if not self.claim(trial):
                 raise optuna.TrialPruned(f"promotion held by trial "
                                          f"{trial.user_attrs['duplicate_of']}")
+            if self.screened(trial):
+                why = f"screen done: its {self.cfg.looks} looks were taken (schedule.looks)"
+                trial.set_user_attr(SCREEN_DONE, why)
+                trial.set_user_attr("fail_reason", why)
+                raise optuna.TrialPruned(why)
             rung, budget = self.place(trial)
             if rung == 0 and self.prior is not None:  # the free rung: no training
                 return self.prior(trial)
             return objective(trial, budget=budget)
 
         return scheduled
+
+    def screened(self, trial: optuna.Trial) -> bool:
+        """Whether ``trial`` is a new candidate after the screen's last look (``looks``): the
+        study then trains what the screen promoted, and samples nothing more."""
+        if self.cfg.looks is None or self.prior is None or "rung" in trial.user_attrs:
+            return False
+        taken = [t for t in trial.study.get_trials(
+            deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE))
+            if t.number != trial.number and t.user_attrs.get("rung") == 0]
+        return len(taken) >= self.cfg.looks
 
     # -- the study ----------------------------------------------------------------------------
     def records(self, study: optuna.Study) -> list[Record]:
@@ -183,7 +233,7 @@ class SuccessiveHalving:
     def promote(self, study: optuna.Study, trial: FrozenTrial | None = None) -> int:
         """Queue every promotion due now (an Optuna callback); returns how many."""
         due = pending(self.records(study), self.directions, self.cfg.eta, self.top,
-                      first_share(self.cfg))
+                      FirstRung.of(self.cfg))
         for rec, rung in due:
             study.enqueue_trial(rec.params, user_attrs={
                 "rung": rung, "bracket": rec.bracket, "parent": rec.number,
@@ -192,6 +242,8 @@ class SuccessiveHalving:
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self.promote(study, trial)
+        if SCREEN_DONE in trial.user_attrs:  # nothing queued: the screen's promotions are done
+            study.stop()
 
 
 def _record(t: FrozenTrial) -> Record:

@@ -29,6 +29,7 @@ from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.plugins import is_path, load_entry_points, load_plugins
 from hwnas.resources import studies_dir
 from hwnas.train.fit_config import FitConfig, Validation, settings
+from nas.study import yaml_values
 from nas.study.checks import (
     hw_options_problems,
     pydantic_problems,
@@ -476,9 +477,10 @@ def find_study(path_or_name: str | Path) -> Path:
 
 
 def read_yaml(path: Path) -> Any:
-    """``yaml.safe_load`` whose syntax errors name the file, line and column."""
+    """``yaml.safe_load`` (YAML 1.2 booleans: ``off`` stays ``off``, ``nas.study.yaml_values``)
+    whose syntax errors name the file, line and column."""
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml_values.loads(path.read_text())
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

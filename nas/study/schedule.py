@@ -59,6 +59,19 @@ class ScheduleCfg(BaseModel):
     prior_share: float | None = Field(None, description=(
         "share of rung 0 promoted to the first trained rung, in (0, 1] (default 1/eta); a "
         "free rung can afford a harder cut"))
+    prior_promote: Literal["share", "front"] = Field("share", description=(
+        "which rung-0 candidates go up: share (the best prior_share by non-dominated rank, then "
+        "crowding) or front (every member of rung 0's free front on (prior, costs), and only "
+        "those: training is spent on the candidates that can be on the front)"))
+    promote_max: int | None = Field(None, description=(
+        "with prior_promote: front, at most this many of the free front go up, spread along "
+        "it (its extremes first, then by crowding distance): a dense front of a size-like prior "
+        "would otherwise train nearly every look"))
+    looks: int | None = Field(None, description=(
+        "with a prior: how many new candidates rung 0 looks at (the screen). Rung-0 "
+        "promotions wait until every look is done, so the free front is that of all of them; "
+        "no candidate is sampled after them, and the worker ends once their promotions are "
+        "done (n_trials and timeout still bound the run)"))
 
 
 RUNG_SE_CAP = 0.05
@@ -98,7 +111,9 @@ def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.Study
     """Every broken schedule rule of a validated study config (empty when none)."""
     s: ScheduleCfg = cfg.schedule
     if s.type == "none":
-        return [] if s.prior == "none" and s.prior_share is None else [Problem(
+        unused = (s.prior_share is None and s.prior_promote == "share" and s.looks is None
+                  and s.promote_max is None)
+        return [] if s.prior == "none" and unused else [Problem(
             "schedule.prior", "is rung 0 of successive halving, and schedule.type is none",
             s.prior, "set schedule.type: sh with min_budget and max_budget (equal for one "
             "trained rung above the prior)")]
@@ -127,11 +142,14 @@ def prior_problems(cfg: Any) -> list[Problem]:
     s: ScheduleCfg = cfg.schedule
     out = []
     if s.prior == "none":
-        if s.prior_share is not None:
-            out.append(Problem("schedule.prior_share", "needs schedule.prior (it is the share "
-                               "of the free rung 0 that goes up)", s.prior_share,
-                               "set schedule.prior: synflow, naswot or params, or drop "
-                               "prior_share"))
+        for key, value, unset in (("prior_share", s.prior_share, None),
+                                  ("prior_promote", s.prior_promote, "share"),
+                                  ("looks", s.looks, None),
+                                  ("promote_max", s.promote_max, None)):
+            if value != unset:
+                out.append(Problem(f"schedule.{key}", "needs schedule.prior (it rules the free "
+                                   "rung 0)", value, "set schedule.prior: synflow, naswot or "
+                                   f"params, or drop {key}"))
         return out
     why = {"hyperband": "a prior is rung 0 of one successive-halving ladder; Hyperband's "
                         "brackets share their budget by rung cost, and a free rung has none",
@@ -156,6 +174,26 @@ def prior_problems(cfg: Any) -> list[Problem]:
     if s.prior_share is not None and not 0 < s.prior_share <= 1:
         out.append(Problem("schedule.prior_share", "must lie in (0, 1] (a share of rung 0)",
                            s.prior_share, "use e.g. 0.1, or drop it for 1/eta"))
+    return out + screen_problems(cfg)
+
+
+def screen_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.StudyConfig
+    """Broken rules of ``schedule.prior_promote`` and ``looks`` (a study with a prior)."""
+    s: ScheduleCfg = cfg.schedule
+    out = []
+    if s.prior_promote == "front" and s.prior_share is not None:
+        out.append(Problem("schedule.prior_share", "is the share promoted by prior_promote: "
+                           "share; prior_promote: front promotes the free front instead",
+                           s.prior_share, "drop prior_share, or set prior_promote: share"))
+    if s.promote_max is not None and (s.prior_promote != "front" or s.promote_max < 1):
+        out.append(Problem("schedule.promote_max", "caps the free front that goes up: it needs "
+                           "prior_promote: front and must be >= 1", s.promote_max,
+                           "set prior_promote: front and e.g. promote_max: 4, or drop it"))
+    if s.looks is not None and not 0 < s.looks < cfg.n_trials:
+        out.append(Problem("schedule.looks", "must lie in [1, n_trials) (the looks leave "
+                           "n_trials room for the trained candidates)", s.looks,
+                           f"use e.g. looks: {max(1, cfg.n_trials * 2 // 3)}, or raise "
+                           "n_trials"))
     return out
 
 
