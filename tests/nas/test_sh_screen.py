@@ -33,8 +33,9 @@ def _cfg(n_trials: int = 20, **schedule: Any) -> StudyConfig:
 
 def _records(values: list[tuple[float, float]], feasible: list[bool] | None = None) -> list[Record]:
     feasible = feasible or [True] * len(values)
+    pairs = enumerate(zip(values, feasible, strict=True))
     return [Record(number=i, arch=f"a{i}", params={}, rung=0, bracket=0, done=True,
-                   feasible=ok, values=v) for i, (v, ok) in enumerate(zip(values, feasible, strict=True))]
+                   feasible=ok, values=v) for i, (v, ok) in pairs]
 
 
 # -- the rule ------------------------------------------------------------------------------------
