@@ -12,6 +12,7 @@ seeded beyond what each trial seeds itself.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,9 +45,12 @@ class RunResult:
     reference: dict[str, float]
     study_dir: Path
     paths: dict[str, Path] = field(default_factory=dict)
+    reopened: int = 0
+    """Trials the study's storage already held when ``run`` reopened it (0: a new study)."""
 
     def __repr__(self) -> str:
-        return (f"RunResult({self.config.name!r}: {len(self.study.trials)} trials, "
+        again = f", reopened with {self.reopened} trials" if self.reopened else ""
+        return (f"RunResult({self.config.name!r}: {len(self.study.trials)} trials{again}, "
                 f"{len(self.front)} on the front, hypervolume {self.hypervolume:.4g}, "
                 f"dir {self.study_dir})")
 
@@ -73,6 +77,20 @@ def front_frame(front: Any) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["trial", "arch", *front.keys])
 
 
+class ReopenedStudy(UserWarning):
+    """``run`` continued a study whose storage already held trials."""
+
+
+def _stored_trials(study_dir: Path) -> int:
+    """How many trials the study in ``study_dir`` holds (0 when there is none yet)."""
+    if not (study_dir / "config.yaml").is_file():
+        return 0
+    try:
+        return len(store.load_dir(study_dir)[1].trials)
+    except HwnasError:  # a damaged folder: run_search reports it with its fix
+        return 0
+
+
 def result_of(study_dir: str | Path) -> RunResult:
     """The ``RunResult`` of a study folder that already ran (``runs/<study>``)."""
     cfg, study, study_dir = store.load_dir(study_dir)
@@ -94,9 +112,17 @@ def run(config_or_path: StudyConfig | Mapping[str, Any] | str | Path, *, out: st
     ``sampler__name="random"``. Raises ``StudyFailed`` when every trial failed, with the reasons.
     """
     cfg = to_config(config_or_path, overrides)
+    before = _stored_trials(Path(out) / cfg.name)
     with optuna_logs(logging.WARNING):
         study_dir = run_search(cfg, out_root=out, progress=progress)
     result = result_of(study_dir)
+    result.reopened = before
+    if before:  # a finished study reopened runs nothing: say so rather than look like a run
+        ran = len(result.study.trials) - before
+        warnings.warn(f"study {cfg.name} reopened from {study_dir}: its storage held {before} "
+                      f"trials, and this run added {ran} (n_trials={cfg.n_trials} counts them "
+                      "all); pass out= a new folder for a fresh study, or a larger n_trials",
+                      ReopenedStudy, stacklevel=2)
     why = failure_summary(result.study)
     if why:
         raise StudyFailed(f"study {cfg.name}: {why}\nstorage: {study_dir}")

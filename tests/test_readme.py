@@ -35,6 +35,12 @@ def test_readme_notebook_snippet_runs(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "hypervolume" in capsys.readouterr().out
     assert matplotlib.get_backend() == backend
     assert optuna.logging.get_verbosity() == verbosity
+    assert result.reopened == 0 and "reopened" not in repr(result)
+    from nas.api import ReopenedStudy
+
+    with pytest.warns(ReopenedStudy, match="held 30 trials, and this run added 0"):
+        exec(compile(readme_snippet(), str(README), "exec"), scope)  # noqa: S102
+    assert scope["result"].reopened == 30 and "reopened with 30 trials" in repr(scope["result"])
 
 
 def test_readme_install_names_a_config_that_matches_the_checkouts() -> None:

@@ -32,10 +32,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="keep only members that the stored SEs tell apart "
                         "(nas.algorithms.pareto.unresolved)")
     p.set_defaults(func=_pareto)
-    p = sub.add_parser("export", help="export every Pareto model (checkpoint, ONNX, card)")
+    p = sub.add_parser("export", help="export every Pareto model (checkpoint, card, and ONNX "
+                                      "unless the study set export.onnx: false)")
     p.add_argument("study_dir", help="runs/<study>")
     p.add_argument("--top", type=int, help="at most this many models")
-    p.add_argument("--no-onnx", dest="onnx", action="store_false", default=None)
+    onnx = p.add_mutually_exclusive_group()
+    onnx.add_argument("--onnx", dest="onnx", action="store_true", default=None,
+                      help="write and check ONNX even if the study set export.onnx: false")
+    onnx.add_argument("--no-onnx", dest="onnx", action="store_false",
+                      help="no ONNX, whatever the study set")
     p.set_defaults(func=_export)
     p = sub.add_parser("report", help="write runs/<study>/report.html with its figures")
     p.add_argument("study_dir", help="runs/<study>")

@@ -28,7 +28,8 @@ import yaml
 from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta, upload_artifact
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event, text
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from hwnas.common.errors import ConfigError
 from nas.study.config import StudyConfig, save_config, validate_study
@@ -39,6 +40,7 @@ WEIGHTS = "weights.pt"
 def open_storage(url: str, *, heartbeat_s: int | None = None) -> optuna.storages.RDBStorage:
     """An RDB storage; SQLite waits on locks (several workers) instead of failing at once."""
     kwargs: dict[str, Any] = {}
+    url = with_driver(url)
     if url.startswith("sqlite"):
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 120}}
     if heartbeat_s:
@@ -54,6 +56,13 @@ def open_storage(url: str, *, heartbeat_s: int | None = None) -> optuna.storages
     return storage
 
 
+def with_driver(url: str) -> str:
+    """``url`` with the PostgreSQL driver hwnas installs (psycopg2) when it names none:
+    SQLAlchemy 2.1 reads a bare ``postgresql://`` as psycopg 3, which hwnas does not ship."""
+    return ("postgresql+psycopg2://" + url.removeprefix("postgresql://")
+            if url.startswith("postgresql://") else url)
+
+
 def _rdb(url: str, kwargs: dict[str, Any], attempts: int = 5) -> optuna.storages.RDBStorage:
     """``RDBStorage(url)``, retried when another process created the schema at the same moment
     (workers started together on a new database: one wins the ``alembic_version`` insert, the
@@ -62,11 +71,32 @@ def _rdb(url: str, kwargs: dict[str, Any], attempts: int = 5) -> optuna.storages
         try:
             with _quiet():
                 return optuna.storages.RDBStorage(url, **kwargs)
-        except (IntegrityError, OperationalError):
+        except (IntegrityError, OperationalError) as err:
             if attempt == attempts - 1:
-                raise
+                raise unusable_storage(url, err) from None
             time.sleep(0.2 * (attempt + 1))
+        except DatabaseError as err:  # not a database at all: retrying cannot help
+            raise unusable_storage(url, err) from None
     raise AssertionError("unreachable")
+
+
+def unusable_storage(url: str, err: Exception) -> ConfigError:
+    """One clear error for a storage that cannot be opened: the URL with its password hidden,
+    the driver's first line, and where the results still are."""
+    shown = make_url(url).render_as_string(hide_password=True)
+    first = str(getattr(err, "orig", None) or err).splitlines()[0][:300]
+    if url.startswith("sqlite"):
+        folder = Path(make_url(url).database or ".").parent
+        kept = [p.name for p in (folder / "trials.parquet", folder / "trials.csv") if p.is_file()]
+        fix = (f"the trials are also in {', '.join(kept)} in {folder} (pandas.read_parquet / "
+               "read_csv); restore study.db from a copy, or run the study again with --out "
+               "another folder" if kept else "restore the file from a copy, or start the study "
+               "again with --out another folder")
+    else:
+        fix = ("check that the server runs and accepts this user (e.g. pg_isready), or pass "
+               "--storage with a reachable URL")
+    return ConfigError.one("storage", "must be an Optuna RDB storage that can be opened",
+                           f"{shown}: {first}", fix)
 
 
 def sqlite_state_counts(db: str | Path) -> dict[str, int]:
