@@ -15,7 +15,7 @@ from optuna.samplers import BaseSampler, NSGAIISampler, RandomSampler, TPESample
 from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 from optuna.trial import FrozenTrial
 
-NAS = Path(__file__).resolve().parents[2] / "nas"
+NAS = Path(__file__).resolve().parents[3] / "nas"
 NEVER = ("_get_trials", "_storage", "_study_id")  # how a study's trials are reached privately
 
 

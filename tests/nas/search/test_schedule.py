@@ -21,7 +21,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCHED = {"type": "sh", "eta": 3, "min_budget": 1, "max_budget": 9}
 
 
