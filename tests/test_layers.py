@@ -4,7 +4,10 @@
 (module level and function-local alike) with ``ast``: the project's import graph has no cycle (a
 function-local import that only dodges a cycle still counts), and no import goes from a layer of
 ``.importlinter`` to a higher one or to a sibling, so the contract holds where import-linter is
-not installed too.
+not installed too. Imports under ``if TYPE_CHECKING:`` are annotations only (never run), so they
+are no arrows. The public front's lazy names (``hwnas._PUBLIC``, "module:attribute" strings) are
+arrows neither tool sees: they are read here, and must point at an existing name below the
+command line.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("hwnas", "search_spaces", "hw_cost", "analog", "nas")
 PLANTED = "from nas.cli import main  # planted: the ground floor importing the command line\n"
+FRONT = "hwnas"  # the package's __init__: the public front, which names modules by string
+FRONT_BELOW = "nas.commands"  # the front stands beside the command line: it may reach below it
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:
@@ -65,7 +70,7 @@ def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     each imported name; ``from pkg import sub`` counts ``pkg.sub`` when it is a module)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _run_time_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -85,10 +90,72 @@ def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return found
 
 
-def cycles(root: Path) -> list[list[str]]:
-    """Every group of modules that import each other, directly or through others (Tarjan)."""
+def _type_checking(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _run_time_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree`` but the bodies of ``if TYPE_CHECKING:`` (their ``else`` runs)."""
+    out, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if _type_checking(node):
+            todo.extend([node.test, *node.orelse])
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def front_names(root: Path) -> dict[str, str]:
+    """``hwnas._PUBLIC``: public name -> "module:attribute", read from the source."""
+    for node in ast.parse((root / FRONT / "__init__.py").read_text()).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if any(isinstance(t, ast.Name) and t.id == "_PUBLIC" for t in targets):
+                return ast.literal_eval(node.value)
+    return {}
+
+
+def _graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the project modules it imports, the front's lazy names included."""
     known = _modules(root)
     graph = {m: _imports(m, p, known) for m, p in known.items()}
+    if FRONT in graph:
+        graph[FRONT] |= {target.split(":")[0] for target in front_names(root).values()}
+    return graph
+
+
+def _defines(path: Path, attr: str) -> bool:
+    """Whether the module at ``path`` defines ``attr`` at module level, or lazily: the key of a
+    module-level dict read by a module ``__getattr__`` (as ``hw_cost`` and ``hwnas`` do)."""
+    names, lazy = set(), set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Dict):
+            lazy |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return attr in names or ("__getattr__" in names and attr in lazy)
+
+
+def missing_front_names(root: Path) -> list[str]:
+    """The front's "module:attribute" strings whose module or attribute does not exist."""
+    known = _modules(root)
+    return sorted(f"{name} -> {target}" for name, target in front_names(root).items()
+                  if (m := target.split(":")[0]) not in known
+                  or not _defines(known[m], target.split(":")[1]))
+
+
+def cycles(root: Path) -> list[list[str]]:
+    """Every group of modules that import each other, directly or through others (Tarjan)."""
+    graph = _graph(root)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -148,11 +215,11 @@ def wrong_way(root: Path, config: Path) -> list[str]:
                 if module == m or module.startswith(m + ".")]
         return max(hits)[1:] if hits else None
 
-    known = _modules(root)
     out = []
-    for name, path in known.items():
-        here = where(name)
-        for target in _imports(name, path, known):
+    for name, targets in _graph(root).items():
+        # the front is the layer just below FRONT_BELOW; the rest of hwnas is the ground floor
+        here = (where(FRONT_BELOW)[0] + 0.5, 0) if name == FRONT else where(name)
+        for target in targets:
             there = where(target)
             if here and there and (there[0] < here[0] or (there[0] == here[0] and there != here)):
                 out.append(f"{name} -> {target}")
@@ -169,3 +236,26 @@ def test_a_planted_wrong_way_import_is_found(tmp_path: Path) -> None:
     (root / "nas" / "study" / "planted.py").write_text("import nas.results.summary\n")
     assert wrong_way(root, root / ".importlinter") == [
         "hwnas.common.planted -> nas.cli", "nas.study.planted -> nas.results.summary"]
+
+
+def test_type_checking_imports_are_no_arrows(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    (root / "nas" / "study" / "planted.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import nas.results.summary\n"
+        "else:\n    import nas.search.run\n")
+    assert wrong_way(root, root / ".importlinter") == ["nas.study.planted -> nas.search.run"]
+
+
+def test_every_public_name_exists() -> None:
+    assert len(front_names(REPO)) >= 16
+    assert missing_front_names(REPO) == []
+
+
+def test_a_public_name_of_the_command_line_is_found(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    init = root / "hwnas" / "__init__.py"
+    init.write_text(init.read_text().replace(
+        '"run": "nas.api:run",', '"run": "nas.api:run",\n    "main": "nas.cli:main",'
+        '\n    "gone": "nas.api:no_such_name",'))
+    assert wrong_way(root, root / ".importlinter") == ["hwnas -> nas.cli"]
+    assert missing_front_names(root) == ["gone -> nas.api:no_such_name"]

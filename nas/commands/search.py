@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hwnas.common.errors import ConfigError
-from nas.cli import log_level
+from nas.commands import log_level
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
