@@ -33,7 +33,7 @@ _PUBLIC: dict[str, str] = {
     "result_of": "nas.api:result_of",
     "run_search": "nas.search.run:run_search",
     "StudyConfig": "nas.study.config:StudyConfig",
-    "load_study": "nas.study.config:load_study",
+    "load_study": "nas.study.files:load_study",
     "load_plugins": "hwnas.common.plugins:load_plugins",
     "get_space": "search_spaces:get_space",
     "list_spaces": "search_spaces:list_spaces",

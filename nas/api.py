@@ -27,7 +27,8 @@ from nas.results.export_study import export_study
 from nas.results.report import write_report
 from nas.search.run import failure_summary, optuna_logs, run_search
 from nas.study import store
-from nas.study.config import StudyConfig, load_study, set_dotted, validate_study
+from nas.study.config import StudyConfig, validate_study
+from nas.study.files import load_study, set_dotted
 
 
 class StudyFailed(HwnasError):

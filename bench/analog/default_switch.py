@@ -67,7 +67,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def baseline_objectives(study: str, hw: str) -> list[dict[str, Any]]:
     """The study's objectives with every analog accuracy moved to ``hw``."""
     from analog import get_hw
-    from nas.study.config import load_study
+    from nas.study.files import load_study
 
     out = []
     for o in load_study(study).objectives:

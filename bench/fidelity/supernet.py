@@ -67,7 +67,7 @@ def quickstart_recipe(device: str, **changes: int) -> FitConfig:
     """The quickstart's ``train`` section on one thread (``steps=N``: what a supernet study with
     ``supernet.finetune_steps`` or ``schedule.resource: steps`` runs per candidate)."""
     from nas.scoring import glue
-    from nas.study.config import load_study
+    from nas.study.files import load_study
 
     cfg = load_study("quickstart", {"train.threads": 1})
     return replace(glue.fit_config(cfg, **changes), device=device)

@@ -20,7 +20,7 @@ from bench import RESULTS
 from bench._results import publish
 from hwnas.common.provenance import provenance
 from nas.search.run import run_search
-from nas.study.config import load_study
+from nas.study.files import load_study
 
 OUT = RESULTS / "nas_ray_overhead.md"
 

@@ -50,7 +50,7 @@ from nas.search import optuna_driver
 from nas.search.prior_rung import is_prior
 from nas.search.schedule import highest_rung
 from nas.study import store
-from nas.study.config import load_study
+from nas.study.files import load_study
 
 STUDY = "quickstart"
 SCHEDULE = {"type": "sh", "eta": 3, "resource": "epochs", "min_budget": 1 / 3, "max_budget": 3}
@@ -144,8 +144,9 @@ def summarise(name: str, seed: int, done: Sequence[FrozenTrial], wall: float) ->
         "front_acc": [t.values[0] for t in best],
         "latency": {t.user_attrs["arch"]: t.user_attrs["latency_ms"] for t in best},
         # Plain search, and the top rung, train an arch by the shipped recipe with the run's
-        # seed (the top rung's weights equal plain training's: tests/nas/scoring/test_sh_continuation),
-        # so these results are the truth already and need no re-training.
+        # seed (the top rung's weights equal plain training's:
+        # tests/nas/scoring/test_sh_continuation), so these results are the truth already and
+        # need no re-training.
         "full": {t.user_attrs["arch"]: t.values[0] for t in feasible
                  if top_rung is None or _rung(t) == top_rung},
     }

@@ -36,7 +36,7 @@ from nas.results import summary
 from nas.scoring.evaluate import Evaluator
 from nas.search import optuna_driver
 from nas.study import store
-from nas.study.config import load_study
+from nas.study.files import load_study
 
 OUT = RESULTS / "nas_search_quality.md"
 ONE_THREAD = {"train.threads": 1}  # the quickstart trains on 2; one core per bench process

@@ -108,7 +108,7 @@ def _search(args: argparse.Namespace) -> int:
 
     from nas.search.run import failure_summary, optuna_logs, run_search
     from nas.study import store
-    from nas.study.config import load_study
+    from nas.study.files import load_study
 
     cfg = load_study(args.study, _overrides(args))
     if args.check:

@@ -32,7 +32,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from hwnas.common.errors import ConfigError
-from nas.study.config import StudyConfig, save_config, validate_study
+from nas.study.config import StudyConfig, validate_study
+from nas.study.files import save_config
 
 WEIGHTS = "weights.pt"
 

@@ -41,7 +41,7 @@ def test_analog_eval_scores_like_a_study_unless_told():
 
 
 def test_the_default_hardware_is_the_one_the_shipped_studies_score():
-    from nas.study.config import load_study
+    from nas.study.files import load_study
 
     scored = {o.hw for o in load_study("quickstart").objectives_resolved() if o.hw}
     assert scored == {defaults.HW} == {"pcm_static"}

@@ -258,7 +258,8 @@ def test_output_mean_and_spread_agree_with_aihwkit():
 
 
 def test_a_study_takes_the_options_and_refuses_what_its_model_cannot_apply():
-    from nas.study.config import find_study, read_yaml, validate_study
+    from nas.study.config import validate_study
+    from nas.study.files import find_study, read_yaml
 
     raw = read_yaml(find_study("quickstart"))
     hw = raw["objectives"][0]["hw"]  # the model it scores (pcm_static)

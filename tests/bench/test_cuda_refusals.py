@@ -37,7 +37,7 @@ def test_clis_refuse_cuda_before_any_work(capsys, no_data, argv):
 
 
 def test_the_gpu_study_names_both_devices():
-    from nas.study.config import load_study
+    from nas.study.files import load_study
 
     with pytest.raises(ConfigError) as err:
         load_study("quickstart_gpu")
@@ -48,7 +48,7 @@ def test_the_gpu_study_names_both_devices():
 
 
 def test_latency_device_cuda_alone_is_refused():
-    from nas.study.config import load_study
+    from nas.study.files import load_study
 
     with pytest.raises(ConfigError, match="latency.device: CUDA asked"):
         load_study("quickstart", {"latency.device": "cuda"})

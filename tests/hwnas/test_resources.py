@@ -10,7 +10,7 @@ import pytest
 
 from hwnas import resources
 from nas.study.checks import resolve_path
-from nas.study.config import find_study
+from nas.study.files import find_study
 
 
 @pytest.fixture

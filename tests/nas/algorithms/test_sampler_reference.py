@@ -11,7 +11,7 @@ import numpy as np
 from nas.algorithms.samplers import make_sampler
 from nas.results.summary import reference
 from nas.search.budget_filter import attach_sampler
-from nas.study.config import load_study
+from nas.study.files import load_study
 
 
 def test_the_quickstart_fixes_accuracy_zero_and_its_latency_budget() -> None:

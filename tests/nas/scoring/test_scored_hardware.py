@@ -18,7 +18,8 @@ from hwnas.common.errors import ConfigError
 from nas.scoring import glue
 from nas.scoring.evaluate import Evaluator
 from nas.study import store
-from nas.study.config import load_study, validate_study
+from nas.study.config import validate_study
+from nas.study.files import load_study
 
 SCORED = {"quickstart": "pcm_static", "quickstart_mapping": "pcm_static",
           "quickstart_supernet": "pcm_static", "fmnist_resnet_pcm": "pcm_static",

@@ -10,7 +10,8 @@ from hwnas.common.errors import ConfigError
 from hwnas.train.supernet import SupernetTrainConfig, train_supernet
 from nas.scoring import supernet as supernet_eval
 from nas.scoring.evaluate import Evaluator
-from nas.study.config import load_study, validate_study
+from nas.study.config import validate_study
+from nas.study.files import load_study
 from nas.study.schedule import fidelities
 from search_spaces.supernet import build_supernet
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nas.commands.search import parse_sets
-from nas.study.config import find_study, load_study
+from nas.study.files import find_study, load_study
 from nas.study.yaml_values import loads
 
 

@@ -8,7 +8,8 @@ import pytest
 from study_files import REPO, tabular_raw, write_study
 
 from hwnas.common.errors import ConfigError
-from nas.study.config import STUDIES_DIR, load_study, validate_study
+from nas.study.config import validate_study
+from nas.study.files import STUDIES_DIR, load_study
 from nas.study.objectives import METRICS
 
 STUDIES = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
