@@ -44,7 +44,7 @@ from hwnas.common.checkpoint import load_torch_file
 from hwnas.common.devices import is_cuda, require_device
 from hwnas.common.errors import ConfigError, HwnasError
 from hwnas.common.seeds import stream_seed
-from hwnas.train.data import load_data
+from hwnas.train.data import DataSplits, load_data
 from hwnas.train.loader import Augment, DeviceLoader
 from hwnas.train.loop import FitConfig, NonFiniteLoss, TrainRun, default_loss, evaluate, prepare
 
@@ -262,7 +262,7 @@ def _log(d: Dist, out: Path, record: dict[str, Any]) -> None:
             fh.write(line + "\n")
 
 
-def _setup_state(job: DDPJob, cfg: FitConfig, d: Dist, data: Any) -> tuple[_State, int]:
+def _setup_state(job: DDPJob, cfg: FitConfig, d: Dist, data: DataSplits) -> tuple[_State, int]:
     if cfg.batch_size % d.world:
         raise ConfigError.one("batch_size", f"the global batch must divide by {d.world} ranks",
                               cfg.batch_size, f"use a multiple of {d.world}")
@@ -330,7 +330,7 @@ def _after_step(job: DDPJob, d: Dist, st: _State, store: CheckpointStore,
         store.save(state, {"step": st.step, "loss": float(losses[-1])})
 
 
-def _finish(job: DDPJob, cfg: FitConfig, d: Dist, st: _State, data: Any, out: Path,
+def _finish(job: DDPJob, cfg: FitConfig, d: Dist, st: _State, data: DataSplits, out: Path,
             seconds: float, total: int, resumed_from: int) -> dict[str, Any]:
     result: dict[str, Any] = {"steps": st.step, "total_steps": total, "world": d.world,
                               "global_batch": cfg.batch_size, "device": d.device,

@@ -6,7 +6,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwnas.train.data import DataSplits, load_data
 from hwnas.train.loop import evaluate
@@ -16,6 +16,9 @@ from nas.results.export import arch_dirname, export_model
 from nas.study import store
 from nas.study.config import StudyConfig
 from search_spaces import get_space
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
 
 
 def study_hw(cfg: StudyConfig) -> str:
@@ -72,8 +75,8 @@ def export_study(study_dir: str | Path, *, top: int | None = None, onnx: bool | 
     return rows
 
 
-def _export_trained(cfg: StudyConfig, trial: Any, weights: dict, data: Any, folder: Path,
-                    card: dict, onnx: bool) -> dict:
+def _export_trained(cfg: StudyConfig, trial: FrozenTrial, weights: dict, data: DataSplits,
+                    folder: Path, card: dict, onnx: bool) -> dict:
     arch = trial.user_attrs["arch"]
     model = get_space(cfg.space).build(arch, in_chans=data.in_chans,
                                        num_classes=data.num_classes, img_size=data.img_size)

@@ -5,7 +5,7 @@ chosen and no figure is registered with pyplot, so a notebook that imports hwnas
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -16,6 +16,9 @@ from nas.search.prior_rung import is_prior
 from nas.study.config import StudyConfig
 from nas.study.objectives import Objective
 from nas.study.store import feasible
+
+if TYPE_CHECKING:
+    import optuna
 
 
 def _axes(cfg: StudyConfig) -> tuple[Objective, Objective]:
@@ -39,7 +42,7 @@ def _error_bars(ax: Any, trials: list[Any], x_key: str, y_key: str, c: str) -> N
                     ecolor=c, elinewidth=1, capsize=2, zorder=2)
 
 
-def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> Figure:
+def pareto_figure(cfg: StudyConfig, study: optuna.Study, front: Front) -> Figure:
     x_obj, y_obj = _axes(cfg)
     done = completed(study)
     ok = [t for t in done if feasible(t)]
@@ -86,7 +89,7 @@ def pareto_figure(cfg: StudyConfig, study: Any, front: Front) -> Figure:
     return fig
 
 
-def hv_figure(numbers: np.ndarray, hv: np.ndarray, cfg: StudyConfig, study: Any) -> Figure:
+def hv_figure(numbers: np.ndarray, hv: np.ndarray, cfg: StudyConfig, study: optuna.Study) -> Figure:
     fig = Figure(figsize=(7.5, 3.5))
     ax = fig.subplots()
     ax.plot(numbers, hv, c="C2", drawstyle="steps-post")
@@ -101,7 +104,7 @@ def hv_figure(numbers: np.ndarray, hv: np.ndarray, cfg: StudyConfig, study: Any)
     return fig
 
 
-def pairs_figure(cfg: StudyConfig, study: Any, front: Front) -> Figure:
+def pairs_figure(cfg: StudyConfig, study: optuna.Study, front: Front) -> Figure:
     objs = cfg.objectives_resolved()
     ok = [t for t in completed(study) if feasible(t)]
     n = len(objs)

@@ -13,7 +13,7 @@ import base64
 import html
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -27,6 +27,10 @@ from nas.search.prior_rung import is_prior
 from nas.study import store
 from nas.study.config import StudyConfig
 from nas.study.schedule import rung_budgets
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
 
 
 def _png(fig: Figure, path: Path) -> str:
@@ -73,7 +77,7 @@ def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.
     return pd.DataFrame(rows)
 
 
-def _rung_label(cfg: StudyConfig, t: Any, lower: bool) -> str:
+def _rung_label(cfg: StudyConfig, t: FrozenTrial, lower: bool) -> str:
     """A trial's rung and budget; a lower-rung one is marked as not on the front."""
     top = len(rung_budgets(cfg.schedule)) - 1 if cfg.schedule.type != "none" else "?"
     budget = t.user_attrs.get("budget")
@@ -82,7 +86,7 @@ def _rung_label(cfg: StudyConfig, t: Any, lower: bool) -> str:
     return f"{label}: lower rung, not on the front" if lower else label
 
 
-def _change_section(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
+def _change_section(cfg: StudyConfig, study: optuna.Study, front: summary.Front) -> str:
     """What training changed against the free front of rung 0 (empty without a rung 0)."""
     change = front_change(cfg, study, front.trials)
     if change is None:
@@ -119,7 +123,7 @@ def _finalize_section(study_dir: Path) -> str:
     return f"<h2>Finalized models</h2>{body}"
 
 
-def _header(cfg: StudyConfig, study: Any, front: summary.Front) -> str:
+def _header(cfg: StudyConfig, study: optuna.Study, front: summary.Front) -> str:
     states = pd.Series([t.state.name for t in study.get_trials(deepcopy=False)]).value_counts()
     prov = provenance(cfg.latency.device)
     objs = ", ".join(f"{o.label} ({o.direction})" for o in cfg.objectives_resolved())
@@ -150,7 +154,7 @@ def _shrink_line(cfg: StudyConfig, front: summary.Front) -> dict[str, str]:
     return {"front (pareto.shrink)": how}
 
 
-def _ended_by(cfg: StudyConfig, study: Any) -> dict[str, str]:
+def _ended_by(cfg: StudyConfig, study: optuna.Study) -> dict[str, str]:
     """The header's line on what ended the last run of each worker (``n_trials``, ``timeout``,
     a signal), beside the limits the config set."""
     limits = f"n_trials {cfg.n_trials}" + (f", timeout {cfg.timeout:g} s" if cfg.timeout else "")
@@ -158,7 +162,7 @@ def _ended_by(cfg: StudyConfig, study: Any) -> dict[str, str]:
     return {"limits": limits, **({"ended by": "; ".join(ends)} if ends else {})}
 
 
-def _free_rung(study: Any) -> dict[str, str]:
+def _free_rung(study: optuna.Study) -> dict[str, str]:
     """The header's line for a free rung 0 (``schedule.prior``), when the study has one."""
     free = [t for t in study.get_trials(deepcopy=False) if is_prior(t)]
     if not free:

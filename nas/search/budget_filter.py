@@ -9,7 +9,7 @@ proposals before they are measured (the default sampler's ``attach``) gets both 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hw_cost
 from hw_cost.backends import fingerprint_hash
@@ -17,6 +17,9 @@ from hw_cost.estimate_cache import ESTIMATE_KIND, estimate_fields, estimate_key
 from nas.algorithms.prefilter import BudgetFilter, Limit
 from nas.scoring import glue
 from search_spaces.stats import reference_stats
+
+if TYPE_CHECKING:
+    from nas.study.config import StudyConfig
 
 
 def attach_sampler(sampler: Any, evaluator: Any) -> BudgetFilter | None:
@@ -55,7 +58,7 @@ class _CacheView:
         self._rows, self.classes, self.form, self._estimate = rows, classes, form, estimate
 
     @classmethod
-    def open(cls, cfg: Any, space: str, shape: tuple[int, ...], classes: int
+    def open(cls, cfg: StudyConfig, space: str, shape: tuple[int, ...], classes: int
              ) -> _CacheView | None:
         lat = cfg.latency
         try:

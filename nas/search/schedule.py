@@ -60,7 +60,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optuna
@@ -79,6 +79,9 @@ from nas.study.schedule import (
     rung_budgets,
     schedule_problems,
 )
+
+if TYPE_CHECKING:
+    from nas.study.config import StudyConfig
 
 LIVE = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
 SCREEN_DONE = "screen_done"  # user attr of the new candidate that found the screen complete
@@ -306,7 +309,7 @@ def budget_of(sh: SuccessiveHalving | None, config: dict[str, Any]) -> float | N
     return None if sh is None or "rung" not in config else sh.budgets[int(config["rung"])]
 
 
-def make(cfg: Any, evaluator: Evaluator | None = None) -> SuccessiveHalving | None:
+def make(cfg: StudyConfig, evaluator: Evaluator | None = None) -> SuccessiveHalving | None:
     """The study's schedule, or None; a broken schedule is a ConfigError here too.
     ``evaluator``: the driver's ``Evaluator``, which a free rung 0 scores with (its data set
     is then loaded once)."""

@@ -21,10 +21,13 @@ import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
+
+if TYPE_CHECKING:
+    from nas.study.config import StudyConfig
 
 _LOGGED = "tracking_logged"
 
@@ -54,7 +57,7 @@ def _allow_file_store(uri: str) -> Iterator[None]:
             os.environ[key] = before
 
 
-def log_study(cfg: Any, study: optuna.Study, study_dir: Path) -> int:
+def log_study(cfg: StudyConfig, study: optuna.Study, study_dir: Path) -> int:
     """Log every finished trial not logged before; returns how many were logged now."""
     t = cfg.tracking
     if not (t.mlflow_uri or t.tensorboard):

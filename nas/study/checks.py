@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from pydantic import BaseModel, ValidationError
@@ -27,6 +27,9 @@ from nas.study.objectives import METRICS, time_label
 from nas.study.table import TabularEvaluator
 from search_spaces import get_space, list_spaces
 from search_spaces.pool import read_pool
+
+if TYPE_CHECKING:
+    from nas.study.config import StudyConfig
 
 # Each tracking field and the packages (the ``tracking`` extra) it needs.
 TRACKING_PACKAGES = {"mlflow_uri": ("mlflow",),
@@ -126,7 +129,7 @@ def hw_problem(where: str, name: str) -> Problem | None:
     return _first_problem(where, name, analog.get_hw)
 
 
-def hw_options_problems(cfg: Any) -> list[Problem]:
+def hw_options_problems(cfg: StudyConfig) -> list[Problem]:
     """``hw_eval.options``: each key an analog hardware model the study scores, each value
     ``analog.aimc.AnalogOptions`` that the model can build with."""
     scored = {item.hw for item in [*cfg.objectives, *cfg.constraints] if item.hw}
@@ -339,7 +342,7 @@ def _pool_problems(raw: dict) -> list[Problem]:
     return []
 
 
-def registry_problems(raw: dict, cfg: Any = None) -> list[Problem]:
+def registry_problems(raw: dict, cfg: StudyConfig | None = None) -> list[Problem]:
     """Every name in the study checked against its registry, plus cross-field rules."""
     return (_named_problems(raw) + _objective_problems(raw) + _tabular_problems(raw)
             + _run_problems(raw) + _pool_problems(raw))

@@ -254,7 +254,7 @@ class ParetoCfg(_Cfg):
         "ones in the report. off: the front is the Pareto set of the measured values."))
 
 
-def pareto_problems(cfg: Any) -> list[Problem]:
+def pareto_problems(cfg: StudyConfig) -> list[Problem]:
     """Broken rules of the ``pareto`` section of a validated study config."""
     prior = cfg.schedule.prior
     if cfg.pareto.shrink == "prior" and prior not in SHRINK_PRIORS:

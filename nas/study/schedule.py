@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hwnas.common.errors import Problem
+
+if TYPE_CHECKING:
+    from nas.study.config import StudyConfig
 
 FIDELITIES: dict[str, tuple[str, ...]] = {
     "train": ("epochs", "images"),  # proxy training: fewer epochs, or the first training images
@@ -24,12 +27,12 @@ FIDELITIES: dict[str, tuple[str, ...]] = {
 """Which budgets (``schedule.resource``) each evaluator can vary, by evaluator kind."""
 
 
-def evaluator_kind(cfg: Any) -> str:  # cfg: nas.study.config.StudyConfig
+def evaluator_kind(cfg: StudyConfig) -> str:
     """``tabular`` when the study looks metrics up, else its ``evaluator`` (train, supernet)."""
     return "tabular" if cfg.tabular else cfg.evaluator
 
 
-def fidelities(cfg: Any) -> tuple[str, ...]:
+def fidelities(cfg: StudyConfig) -> tuple[str, ...]:
     """The budgets the study's evaluator can vary (``FIDELITIES`` of its kind)."""
     return FIDELITIES[evaluator_kind(cfg)]
 
@@ -86,7 +89,7 @@ class RungPrecision:
     max_repeats: int
 
 
-def rung_precision(cfg: Any, budget: float | None) -> RungPrecision:
+def rung_precision(cfg: StudyConfig, budget: float | None) -> RungPrecision:
     """The analog precision at a rung of ``budget`` (None: the full budget).
 
     A short proxy training ranks candidates with more noise than a long one: between two seeds,
@@ -107,7 +110,7 @@ def rung_precision(cfg: Any, budget: float | None) -> RungPrecision:
     return RungPrecision(target, min(repeats, he.max_repeats))
 
 
-def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.StudyConfig
+def schedule_problems(cfg: StudyConfig) -> list[Problem]:
     """Every broken schedule rule of a validated study config (empty when none)."""
     s: ScheduleCfg = cfg.schedule
     if s.type == "none":
@@ -137,7 +140,7 @@ def schedule_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.Study
     return out + prior_problems(cfg)
 
 
-def prior_problems(cfg: Any) -> list[Problem]:
+def prior_problems(cfg: StudyConfig) -> list[Problem]:
     """Broken rules of ``schedule.prior`` and ``prior_share`` (a study with a schedule)."""
     s: ScheduleCfg = cfg.schedule
     out = []
@@ -177,7 +180,7 @@ def prior_problems(cfg: Any) -> list[Problem]:
     return out + screen_problems(cfg)
 
 
-def screen_problems(cfg: Any) -> list[Problem]:  # cfg: nas.study.config.StudyConfig
+def screen_problems(cfg: StudyConfig) -> list[Problem]:
     """Broken rules of ``schedule.prior_promote`` and ``looks`` (a study with a prior)."""
     s: ScheduleCfg = cfg.schedule
     out = []
