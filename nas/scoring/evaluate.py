@@ -120,7 +120,7 @@ class Evaluator:
                  budget: float | None = None, mapping: dict[str, int] | None = None) -> Outcome:
         """``budget`` (successive halving) overrides the proxy training's
         ``cfg.schedule.resource``: epochs, or training images. ``mapping``: the trial's
-        layer-wise mapping (``nas.study.mapping.choose``; required when the study searches it)."""
+        layer-wise mapping (``nas.search.sampling.choose``; required when the study searches it)."""
         self.space.validate(arch)
         out = Outcome(arch, {})
         t0 = time.perf_counter()

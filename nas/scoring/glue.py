@@ -21,6 +21,7 @@ from hw_cost.analog_cost import analog_cost, flat_analog
 from hwnas.common.seeds import stream_seed
 from hwnas.train.fit_config import FitConfig
 from nas.study.config import StudyConfig
+from nas.study.objectives import METRICS
 
 # Cost fields that are text, not metrics: kept in the trial's info, not as numbers.
 _INFO_KEYS = ("device", "dtype", "form", "bound", "ceiling", "memory_level", "fingerprint_hash",
@@ -139,7 +140,7 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
                           max_repeats=precision.max_repeats if precision else he.max_repeats,
                           digital=(digital or []) if is_analog else [])
     for label, point in zip(times, res.points, strict=True):
-        key = f"acc_{hw}@{label}" if label else f"acc_{hw}"
+        key = METRICS.get("accuracy").key(hw, label)
         out[key] = float(point.acc_mean)
         out.update({f"{key}_std": float(point.acc_std), f"{key}_se": float(point.acc_se),
                     f"{key}_median": float(point.acc_median),

@@ -40,9 +40,9 @@ from nas.search import repeats, schedule
 from nas.search.budget_filter import attach_sampler
 from nas.search.progress import StudyProgress
 from nas.search.rung_sampler import HighestRungSampler
+from nas.search.sampling import sample_candidate
 from nas.study import store
 from nas.study.config import StudyConfig, validate_study
-from nas.study.mapping import sample_candidate
 
 
 def run(cfg: StudyConfig, study_dir: Path, *, workers: int = 1, progress: bool | str = True

@@ -26,9 +26,10 @@ from hwnas.common.threads import torch_threads
 from nas.scoring import glue
 from nas.scoring.evaluate import Evaluator, TrialFailed
 from nas.scoring.zero_cost import prior_images, prior_score
+from nas.search.sampling import sample_candidate
 from nas.study import store
 from nas.study.config import StudyConfig
-from nas.study.mapping import digital_patterns, fixed_choice, sample_candidate
+from nas.study.mapping import digital_patterns, fixed_choice
 
 LABEL = "rung 0 (prior)"
 

@@ -40,10 +40,11 @@ from ray.tune.stopper import Stopper
 from hwnas.common.errors import ConfigError
 from hwnas.common.signals import handling_signals, on_main_thread
 from nas.search.optuna_driver import Interrupted
+from nas.search.sampling import sample_candidate
 from nas.search.schedule_ray import KEYS as SCHEDULE_KEYS
 from nas.study import store
 from nas.study.config import StudyConfig, validate_study
-from nas.study.mapping import MappingCfg, sample_candidate
+from nas.study.mapping import MappingCfg
 from search_spaces.base import SearchSpace
 
 _C, _O = "constraint__", "objective__"

@@ -11,10 +11,11 @@ often buys accuracy for little energy. In a study::
 
 or a fixed assignment: ``mapping: {first_k_digital: 1, last_k_digital: 1}``. The first and last
 ``k`` are counted over the analog-mappable layers in module order (``analog.coverage``), so the
-same knob means the same thing in every architecture of a space. The evaluator calls
-``choose(trial, cfg)`` once per trial (the choice is a trial parameter, stored with it) and
-passes ``digital_patterns(model, choice)`` to ``analog.evaluate(..., digital=)`` and
-``hw_cost.analog_cost(..., digital=)``, so accuracy, coverage and cost see one assignment.
+same knob means the same thing in every architecture of a space. Every driver samples a trial's
+candidate through ``nas.search.sampling.sample_candidate`` (the choice is a trial parameter,
+stored with it); the evaluator passes ``digital_patterns(model, choice)`` to
+``analog.evaluate(..., digital=)`` and ``hw_cost.analog_cost(..., digital=)``, so accuracy,
+coverage and cost see one assignment.
 """
 
 from __future__ import annotations
@@ -88,26 +89,13 @@ def mapping_problems(study: Any) -> list[Problem]:
     return problems
 
 
-def choose(trial: Any, cfg: MappingCfg) -> dict[str, int]:
-    """The trial's mapping: searched knobs from ``trial.suggest_int("mapping.<knob>", 0,
-    max_k)`` (an Optuna trial, or anything with that method), the others as configured."""
-    return {knob: trial.suggest_int(f"mapping.{knob}", 0, cfg.max_k) if knob in cfg.search
-            else getattr(cfg, knob) for knob in KNOBS}
-
-
 def fixed_choice(cfg: MappingCfg) -> dict[str, int]:
     """The configured mapping of a study that does not search it."""
     if cfg.searched:
         raise ConfigError.one("mapping", "a searched mapping is chosen per trial", None,
                               "pass the trial's choice: evaluate(arch, mapping=choose(trial, "
                               "cfg))")
-    return choose(None, cfg)  # nothing is searched: no trial is asked
-
-
-def sample_candidate(trial: Any, space: Any, cfg: MappingCfg) -> tuple[str, dict[str, int]]:
-    """A trial's candidate: the arch (``space.sample``), then its mapping (``choose``). Every
-    driver and the replay of stored parameters sample through here, in this one order."""
-    return space.sample(trial), choose(trial, cfg)
+    return {knob: getattr(cfg, knob) for knob in KNOBS}
 
 
 def describe(choice: dict[str, int], patterns: list[str]) -> str:

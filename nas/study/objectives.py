@@ -31,6 +31,9 @@ class Metric:
     worst: float | None = None  # natural reference value for the hypervolume, when one exists
 
     def key(self, hw: str | None = None, time: str | None = None) -> str:
+        """The one spelling of the metric's column under hardware ``hw`` at drift time ``time``
+        (a ``time_label``): ``acc_digital``, ``acc_fq8``, ``acc_pcm@1d``; the scorer writes
+        and every reader reads it through here."""
         if not self.uses_hw:
             return self.column
         base = f"{self.column}_{hw or 'digital'}"

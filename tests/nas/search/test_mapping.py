@@ -13,9 +13,10 @@ from torch import nn
 from hwnas.common.errors import ConfigError
 from nas.cli import main
 from nas.scoring.evaluate import Evaluator
+from nas.search.sampling import choose
 from nas.study import store
 from nas.study.config import validate_study
-from nas.study.mapping import MappingCfg, choose, digital_patterns, parse_mapping
+from nas.study.mapping import MappingCfg, digital_patterns, parse_mapping
 
 
 def _net() -> nn.Module:
