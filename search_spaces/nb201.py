@@ -23,7 +23,6 @@ def edge_name(j: int, i: int) -> str:
     return f"node{j}_in{i}"
 
 
-_name = edge_name  # older spelling, still imported by bench/search/nb201_table.py
 
 
 class ReLUConvBN(nn.Sequential):

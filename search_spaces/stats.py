@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import torch
@@ -49,8 +50,20 @@ def reference_stats(space: Any, arch: str, input_shape: tuple[int, int, int] = (
 @functools.lru_cache(maxsize=4096)
 def _reference_stats(space_cls: type, options: tuple, arch: str,
                      input_shape: tuple[int, int, int], num_classes: int) -> tuple[int, int]:
-    space = space_cls(**dict(options))
+    return meta_stats(space_cls(**dict(options)), arch, input_shape, num_classes)
+
+
+def meta_stats(space: Any, arch: str, input_shape: tuple[int, int, int] = (3, 32, 32),
+               num_classes: int = 10) -> tuple[int, int]:
+    """Params and MACs of ``arch`` built on the meta device, counted afresh each call
+    (``reference_stats`` remembers them)."""
     with torch.device("meta"):
         model = space.build(arch, in_chans=input_shape[0], num_classes=num_classes,
                             img_size=input_shape[1])
     return count_params_macs(model, input_shape)
+
+
+def size_text(n: int) -> str:
+    """A space's size: exact up to a billion; above, its power of ten (``~10^10.7``), which
+    reads."""
+    return f"{n:,}" if n < 10**9 else f"~10^{math.log10(n):.1f}"

@@ -40,23 +40,23 @@ RAW_ACC = DATA / "nb201_accuracy_measured.csv"
 
 
 def all_archs() -> list[str]:
-    from search_spaces.nb201 import EDGES, OPS, NB201Space, _name
+    from search_spaces.nb201 import EDGES, OPS, NB201Space, edge_name
 
     space = NB201Space()
     grid = np.array(np.meshgrid(*[range(len(OPS))] * len(EDGES), indexing="ij")).reshape(
         len(EDGES), -1).T
-    return [space.encode({_name(j, i): OPS[k] for (j, i), k in zip(EDGES, row, strict=True)})
+    return [space.encode({edge_name(j, i): OPS[k] for (j, i), k in zip(EDGES, row, strict=True)})
             for row in grid]
 
 
 def one_hot(archs: list[str]) -> np.ndarray:
-    from search_spaces.nb201 import EDGES, OPS, NB201Space, _name
+    from search_spaces.nb201 import EDGES, OPS, NB201Space, edge_name
 
     space = NB201Space()
     rows = []
     for a in archs:
         p = space.decode(a)
-        rows.append([float(p[_name(j, i)] == op) for j, i in EDGES for op in OPS])
+        rows.append([float(p[edge_name(j, i)] == op) for j, i in EDGES for op in OPS])
     return np.array(rows)
 
 
@@ -94,12 +94,12 @@ def measure_latency_sample(archs: list[str]) -> None:
 
 def structure(archs: list[str]) -> np.ndarray:
     """Output reachable from the input, conv depth, op counts on live paths, all op counts."""
-    from search_spaces.nb201 import EDGES, OPS, NB201Space, _name
+    from search_spaces.nb201 import EDGES, OPS, NB201Space, edge_name
 
     space, rows = NB201Space(), []
     for a in archs:
         p = space.decode(a)
-        ops = {(j, i): p[_name(j, i)] for j, i in EDGES}
+        ops = {(j, i): p[edge_name(j, i)] for j, i in EDGES}
         fwd = {0: True}
         for j in (1, 2, 3):
             fwd[j] = any(fwd[i] and ops[j, i] != "none" for i in range(j))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 from bench import RESULTS, command_line
-from nas.commands.spaces import size_text
 from search_spaces import get_space, list_spaces
+from search_spaces.stats import size_text
 
 
 def table() -> str:

@@ -22,8 +22,7 @@ import torch.nn.functional as F
 from bench._results import markdown, publish
 from hwnas.common.provenance import device_name, versions
 from search_spaces import get_space, list_spaces
-from search_spaces.stats import _reference_stats as uncached_meta_stats
-from search_spaces.stats import count_params_macs
+from search_spaces.stats import count_params_macs, meta_stats
 
 SHAPE = (1, 28, 28)  # Fashion-MNIST
 
@@ -51,8 +50,7 @@ def counting_row(name: str, n: int) -> dict[str, object]:
     for arch in archs:
         build_ms.append(timed(lambda a=arch: build(space, a)))
         cpu_ms.append(timed(lambda a=arch: count_params_macs(build(space, a), SHAPE)))
-        meta_ms.append(timed(lambda a=arch: uncached_meta_stats.__wrapped__(
-            type(space), tuple(sorted(vars(space).items())), a, SHAPE, 10)))
+        meta_ms.append(timed(lambda a=arch: meta_stats(space, a, SHAPE, 10)))
     ratio = statistics.median(m / c for m, c in zip(meta_ms, cpu_ms, strict=True))
     return {"space": name, "build_ms": spread(build_ms), "cpu_count_ms": spread(cpu_ms),
             "meta_count_ms": spread(meta_ms), "meta/cpu": f"{ratio:.2f}"}

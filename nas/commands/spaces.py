@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 
 from hwnas.common.errors import ConfigError, Problem
 from search_spaces import get_space, list_spaces
-from search_spaces.stats import reference_stats
+from search_spaces.stats import reference_stats, size_text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -98,11 +97,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         size = size_text(space.size())
         print(f"{name:<{width}}  {size:>16}  {space.grammar().splitlines()[0]}")
     return 0
-
-
-def size_text(n: int) -> str:
-    """Exact count up to a billion; above, its power of ten (``~10^10.7``), which reads."""
-    return f"{n:,}" if n < 10**9 else f"~10^{math.log10(n):.1f}"
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
