@@ -33,8 +33,9 @@ import torch.nn.functional as F
 
 from bench import DATA
 from hwnas.common.provenance import provenance
+from hwnas.resources import data_dir
 
-OUT = DATA / "nb201_fmnist.parquet"
+OUT = data_dir() / "nb201_fmnist.parquet"  # the library ships the table
 RAW_LAT = DATA / "nb201_latency_min.csv"
 RAW_ACC = DATA / "nb201_accuracy_measured.csv"
 

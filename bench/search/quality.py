@@ -39,6 +39,7 @@ from scipy.stats import mannwhitneyu
 from bench import DATA, RESULTS
 from bench._results import replace_section
 from hwnas.common.provenance import provenance
+from hwnas.resources import data_dir
 from nas.algorithms.pareto import hypervolume, pareto_mask
 from nas.algorithms.samplers import make_sampler
 from nas.study.table import TabularEvaluator
@@ -47,10 +48,10 @@ from search_spaces import get_space
 OUT = RESULTS / "nas_search_quality.md"
 RAW = RESULTS / "search_quality_raw.json"
 TABLES = {
-    "cpu": ("nb201_fmnist.parquet", ["acc_digital", "latency_ms"]),
-    "edge": ("nb201_objectives.parquet", ["acc_digital", "edge_latency_ms"]),
-    "params": ("nb201_objectives.parquet", ["acc_digital", "params"]),
-    "3obj": ("nb201_objectives.parquet", ["acc_digital", "latency_ms", "analog_energy_uj"]),
+    "cpu": (data_dir() / "nb201_fmnist.parquet", ["acc_digital", "latency_ms"]),
+    "edge": (DATA / "nb201_objectives.parquet", ["acc_digital", "edge_latency_ms"]),
+    "params": (DATA / "nb201_objectives.parquet", ["acc_digital", "params"]),
+    "3obj": (DATA / "nb201_objectives.parquet", ["acc_digital", "latency_ms", "analog_energy_uj"]),
 }
 SAMPLERS = {2: "default,tpe_mv,tpe,nsga2", 3: "default,tpe_mv,tpe,nsga2,nsga3"}
 
@@ -60,7 +61,7 @@ class Table:
 
     def __init__(self, name: str):
         file, self.keys = TABLES[name]
-        tab = TabularEvaluator(DATA / file)
+        tab = TabularEvaluator(file)
         self.values = np.array(tab.values(self.keys))
         self.index = {a: i for i, a in enumerate(tab.archs())}
         self.dirs = ["maximize"] + ["minimize"] * (len(self.keys) - 1)

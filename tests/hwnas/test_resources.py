@@ -28,16 +28,17 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_installed_package_comes_first(installed: Path) -> None:
     assert resources.studies_dir() == installed / "studies"
-    table = resources.shipped("bench/data/nb201_fmnist.parquet")
+    table = resources.shipped("hwnas/data/nb201_fmnist.parquet")
     assert table == installed / "data" / "nb201_fmnist.parquet"
-    assert resolve_path("bench/data/nb201_fmnist.parquet") == table  # what a study names
+    assert resolve_path("hwnas/data/nb201_fmnist.parquet") == table  # what a study names
+    assert resolve_path("bench/data/nb201_fmnist.parquet") == table  # the older spelling
 
 
 def test_checkout_is_the_fallback(installed: Path) -> None:
     (installed / "data" / "nb201_fmnist.parquet").unlink()
-    assert resources.shipped("bench/data/nb201_fmnist.parquet") == (
-        resources.CHECKOUT / "bench" / "data" / "nb201_fmnist.parquet")
-    assert resources.shipped("bench/data/no_such_table.parquet") is None
+    assert resources.shipped("hwnas/data/nb201_fmnist.parquet") == (
+        resources.CHECKOUT / "hwnas" / "data" / "nb201_fmnist.parquet")
+    assert resources.shipped("hwnas/data/no_such_table.parquet") is None
 
 
 def test_a_checkout_finds_its_own_studies() -> None:
@@ -47,5 +48,6 @@ def test_a_checkout_finds_its_own_studies() -> None:
 
 def test_the_wheel_maps_what_resources_looks_for() -> None:
     text = (resources.CHECKOUT / "pyproject.toml").read_text()
-    for source, target in resources.SHIPPED.items():
+    for source, target in resources.FORCE_INCLUDED.items():
         assert f'"{source}" = "hwnas/{target}"' in text
+    assert "bench/" not in text.split("force-include]", 1)[1]  # the wheel ships no bench file

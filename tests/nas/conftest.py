@@ -11,7 +11,7 @@ from study_files import TABLE
 
 @pytest.fixture(scope="session")
 def table() -> pd.DataFrame:
-    assert TABLE.is_file(), ("bench/data/nb201_fmnist.parquet is missing: run "
+    assert TABLE.is_file(), ("hwnas/data/nb201_fmnist.parquet is missing: run "
                              "python -m bench.search.nb201_table")
     return pd.read_parquet(TABLE)
 

@@ -12,7 +12,7 @@ import optuna
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-TABLE = REPO / "bench" / "data" / "nb201_fmnist.parquet"
+TABLE = REPO / "hwnas" / "data" / "nb201_fmnist.parquet"
 
 
 def tabular_raw(name: str = "tab", **changes: Any) -> dict[str, Any]:

@@ -136,7 +136,7 @@ def _worker(url: str, index: int, n_trials: int, sleep: float) -> None:
     from nas.study.schedule import ScheduleCfg
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    table = pd.read_parquet(REPO / "bench" / "data" / "nb201_fmnist.parquet").set_index("arch")
+    table = pd.read_parquet(REPO / "hwnas" / "data" / "nb201_fmnist.parquet").set_index("arch")
     ops = ["none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3"]
     sh = SuccessiveHalving(ScheduleCfg(**SCHED), ["maximize", "minimize"])
     storage = store.open_storage(url, heartbeat_s=1)

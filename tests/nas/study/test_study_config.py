@@ -92,7 +92,7 @@ def test_every_problem_reported_at_once() -> None:
 @pytest.mark.parametrize("change, where", [
     ({"sampler": "simulated_annealing"}, "sampler.name"),
     ({"tabular": {"path": "nowhere.parquet"}}, "tabular.path"),
-    ({"tabular": {"path": str(REPO / "bench/data/nb201_fmnist.parquet"), "key": "cell"}},
+    ({"tabular": {"path": str(REPO / "hwnas/data/nb201_fmnist.parquet"), "key": "cell"}},
      "tabular.key"),
     ({"objectives": [{"metric": "accuracy", "hw": "fq8"}, {"metric": "latency"}]}, "tabular"),
     ({"train": {"epochs": 0}}, "train.epochs"),
