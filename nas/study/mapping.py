@@ -24,6 +24,7 @@ from typing import Any
 
 from analog.coverage import mappable_layers
 from hwnas.common.errors import ConfigError, Problem
+from nas.study.hardware import HardwareSpace, choose_hardware
 
 KNOBS = ("first_k_digital", "last_k_digital")
 
@@ -37,6 +38,8 @@ class MappingCfg:
     last_k_digital: int = 0
     digital_layers: tuple[str, ...] = ()
     """Fixed shell patterns of layers kept digital in every candidate."""
+    hardware: HardwareSpace = HardwareSpace({})
+    """Hardware dimensions sampled with the arch (``nas.study.hardware``)."""
 
     @property
     def searched(self) -> bool:
@@ -44,9 +47,10 @@ class MappingCfg:
 
     @property
     def active(self) -> bool:
-        """Whether any layer can be kept digital (else every mappable layer is analog)."""
+        """Whether any layer can be kept digital (else every mappable layer is analog), or
+        the hardware is declared (its costs are then taken per candidate, as a mapping's)."""
         return bool(self.search or self.first_k_digital or self.last_k_digital
-                    or self.digital_layers)
+                    or self.digital_layers or self.hardware.active)
 
 
 def parse_mapping(raw: dict[str, Any] | None) -> MappingCfg:
@@ -104,19 +108,27 @@ def fixed_choice(cfg: MappingCfg) -> dict[str, int]:
     return choose(None, cfg)  # nothing is searched: no trial is asked
 
 
-def sample_candidate(trial: Any, space: Any, cfg: MappingCfg) -> tuple[str, dict[str, int]]:
-    """A trial's candidate: the arch (``space.sample``), then its mapping (``choose``). Every
-    driver and the replay of stored parameters sample through here, in this one order."""
-    return space.sample(trial), choose(trial, cfg)
+def sample_candidate(trial: Any, space: Any, cfg: MappingCfg) -> tuple[str, dict[str, Any]]:
+    """A trial's candidate: the arch (``space.sample``), then its mapping (``choose``), then its
+    hardware (``nas.study.hardware.choose_hardware``: ``hw.<dim>`` keys, whose ``digital``
+    sets the mapping's knobs). Every driver and the replay of stored parameters sample through
+    here, in this one order."""
+    arch, choice = space.sample(trial), dict(choose(trial, cfg))
+    hw = choose_hardware(trial, cfg.hardware)
+    if hw is not None:
+        if "digital" in cfg.hardware.dims:
+            choice.update(hw.mapping())
+        choice.update({f"hw.{k}": v for k, v in vars(hw).items()})
+    return arch, choice
 
 
-def describe(choice: dict[str, int], patterns: list[str]) -> str:
+def describe(choice: dict[str, Any], patterns: list[str]) -> str:
     """One line for the trial's info: the knobs and the layers kept digital."""
-    knobs = ", ".join(f"{k}={v}" for k, v in choice.items())
+    knobs = ", ".join(f"{k}={v}" for k, v in choice.items() if k in KNOBS)
     return f"{knobs}; digital: {', '.join(patterns) or 'none'}"
 
 
-def digital_patterns(model: Any, choice: dict[str, int],
+def digital_patterns(model: Any, choice: dict[str, Any],
                      cfg: MappingCfg | None = None) -> list[str]:
     """Layer names (valid shell patterns) to keep digital for ``choice``, plus fixed patterns."""
     names = mappable_layers(model)
