@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import time
 from collections.abc import Callable
@@ -172,6 +173,10 @@ class Evaluator:
         metrics.update({f"mapping.{k}": float(v) for k, v in choice.items()
                         if not k.startswith("hw.")})
         info["mapping"] = describe(choice, digital)
+        if hardware is not None:  # what the energy estimate charged: the sampled chip
+            info["analog_cost_hw"] = hardware.scored_hw(info.get("analog_cost_hw") or "")
+            info["analog_cost_options"] = json.dumps(hardware.cost_options(), sort_keys=True)
+            info["analog_read_mode"] = hardware.read_mode
         return digital
 
     def _violations(self, budgets: list[Budget], metrics: dict[str, float]) -> dict[str, float]:
