@@ -12,8 +12,11 @@ from study_files import live_raw
 import analog
 from hw_cost.analog_cost import figures_for
 from hwnas.common.errors import ConfigError
+from nas.results.cards import energy_section
+from nas.results.export import candidate_dirname
 from nas.scoring import glue
 from nas.scoring.evaluate import Evaluator
+from nas.study import store
 from nas.study.config import load_study, validate_study
 from nas.study.hardware import Hardware, from_choice
 from nas.study.mapping import sample_candidate
@@ -132,3 +135,21 @@ def test_sampled_hardware_reaches_accuracy_and_energy(monkeypatch) -> None:
     assert len(digital) == 2  # first and last mappable layer kept digital, in both models
     assert out.info["hardware"] == "pcm_static:a6-d6-t--1p-nodc-dfl"
     assert math.isfinite(out.metrics["acc_pcm_static@1d"]) and out.values
+
+
+def test_the_hardware_string_reaches_the_table_folder_and_card() -> None:
+    study = optuna.create_study(directions=["maximize"])
+    for code, mode in (("pcm_static:a6-d8-t256-1p-gdc-dnone", "one_phase"),
+                       ("pcm_static:a8-d8-t256-4p-gdc-dnone", "four_phase")):
+        trial = study.ask()
+        trial.set_user_attr("arch", "rn:s16-d1r1c16")
+        trial.set_user_attr("analog_energy_uj", 1.0)
+        trial.set_user_attr("info", {"hardware": code, "analog_read_mode": mode})
+        study.tell(trial, 0.5)
+    frame = store.trials_frame(study)
+    assert list(frame["hardware"]) == ["pcm_static:a6-d8-t256-1p-gdc-dnone",
+                                       "pcm_static:a8-d8-t256-4p-gdc-dnone"]
+    attrs = [t.user_attrs for t in study.trials]
+    assert len({candidate_dirname(a) for a in attrs}) == 2  # one arch, two chips: two models
+    modes = [energy_section(a, a["info"])["read_mode"] for a in attrs]
+    assert modes == ["one_phase", "four_phase"]  # every energy figure names its read mode
