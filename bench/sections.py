@@ -75,4 +75,5 @@ SECTIONS: tuple[Section, ...] = (
     Section("supernet", ("python -m bench.fidelity.supernet",),
             "the GPU and CPU runs, each under its commands, with the readings"),
     Section("gpu", ("python -m bench.gpu.campaign",), optional=True),
+    Section("analognas_proxies", ("python -m bench.analognas",), optional=True, reading=True),
 )

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from optuna.trial import FrozenTrial
 
+from hw_cost.analog_cost import AnalogFigures
 from nas.study.config import StudyConfig
 from nas.study.objectives import METRICS
 
@@ -78,11 +79,14 @@ def energy_section(attrs: dict[str, Any], info: dict[str, Any]) -> dict[str, Any
             "digital_reference_uj": attrs.get("digital_ref_energy_uj"),
             "analog_mac_fraction": attrs.get("analog_mac_fraction"),
             "hardware_model": info.get("analog_cost_hw"), "options": options,
-            "tile_size": attrs.get("analog_tile_size"), "source": ENERGY_SOURCE}
+            "tile_size": attrs.get("analog_tile_size"), "source": ENERGY_SOURCE,
+            # every energy figure names its read mode (HERMES: one-phase 9.76, four 2.48 TOPS/W)
+            "read_mode": info.get("analog_read_mode", AnalogFigures().read_mode)}
 
 
 def _energy_lines(energy: dict[str, Any]) -> list[str]:
     tiles = f", {_fmt(energy.get('tile_size'))}-row tiles" if energy.get("tile_size") else ""
+    tiles += f", {energy['read_mode']} read" if energy.get("read_mode") else ""
     hw = energy.get("hardware_model") or "default figures"
     share = 100 * (energy.get("analog_mac_fraction") or 0.0)
     if energy.get("options"):
@@ -115,6 +119,7 @@ def trial_card(cfg: StudyConfig, trial: FrozenTrial, *, extra: dict | None = Non
     card = {
         "title": f"{cfg.space} {attrs.get('arch')}",
         "study": cfg.name, "trial": trial.number, "space": cfg.space, "arch": attrs.get("arch"),
+        **({"hardware": info["hardware"]} if info.get("hardware") else {}),
         "objectives": [{"key": o.key, "label": o.label, "direction": o.direction, "value": v}
                        for o, v in zip(objs, trial.values or [], strict=False)],
         "budgets": [b.describe() for b in cfg.budgets()],
@@ -143,7 +148,7 @@ def _fmt(v: Any) -> str:
 
 def to_markdown(card: dict[str, Any]) -> str:
     lines = [f"# {card.get('title', 'model')}", ""]
-    for key in ("study", "trial", "space", "arch", "feasible"):
+    for key in ("study", "trial", "space", "arch", "hardware", "feasible"):
         if key in card:
             lines.append(f"- **{key}**: `{card[key]}`")
     if card.get("objectives"):

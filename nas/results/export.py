@@ -28,6 +28,13 @@ from search_spaces.checkpoint import save_checkpoint
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def candidate_dirname(attrs: dict) -> str:
+    """The export folder of a trial's candidate (its user attributes): the arch, plus the
+    sampled hardware's string where the study searched it (one arch, two chips: two models)."""
+    hardware = (attrs.get("info") or {}).get("hardware")
+    return arch_dirname(attrs["arch"] + (f"__{hardware}" if hardware else ""))
+
+
 def arch_dirname(arch: str, max_len: int = 96) -> str:
     """A folder name for ``arch``: safe characters only, plus a short hash when anything was
     replaced or cut, so that two different arch strings never share a folder."""

@@ -12,7 +12,7 @@ from hwnas.train.data import DataSplits, load_data
 from hwnas.train.loop import evaluate
 from nas.results import summary
 from nas.results.cards import trial_card, write_card
-from nas.results.export import arch_dirname, export_model
+from nas.results.export import candidate_dirname, export_model
 from nas.study import store
 from nas.study.config import StudyConfig
 from search_spaces import get_space
@@ -48,7 +48,7 @@ def export_study(study_dir: str | Path, *, top: int | None = None, onnx: bool | 
     front = summary.front(cfg, study)
     trials = front.trials[: top or cfg.export.top or None]
     root = study_dir / "pareto"
-    names = {t.number: arch_dirname(t.user_attrs["arch"]) for t in trials}
+    names = {t.number: candidate_dirname(t.user_attrs) for t in trials}
     _clear_stale(root, set(names.values()))
     data, rows = None, []
     for t in trials:

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from hwnas.common.provenance import provenance
 from nas.results import summary
-from nas.results.export import arch_dirname
+from nas.results.export import candidate_dirname
 from nas.results.free_front import front_change
 from nas.results.plots import hv_figure, pairs_figure, pareto_figure
 from nas.search.prior_rung import is_prior
@@ -53,8 +53,10 @@ _ENERGY = (("analog_energy_uj", "energy analog uJ (estimate)"),
 def _front_frame(cfg: StudyConfig, front: summary.Front, study_dir: Path) -> pd.DataFrame:
     rows, lower = [], {t.number for t in front.lower}
     for t in [*front.trials, *front.lower]:  # lower: stopped at a lower rung, not on the front
-        folder = study_dir / "pareto" / arch_dirname(t.user_attrs["arch"])
+        folder = study_dir / "pareto" / candidate_dirname(t.user_attrs)
         row = {"trial": t.number, "arch": t.user_attrs.get("arch")}
+        if (t.user_attrs.get("info") or {}).get("hardware"):
+            row["hardware"] = t.user_attrs["info"]["hardware"]
         if "rung" in t.user_attrs:
             row["rung"] = _rung_label(cfg, t, t.number in lower)
         row.update(dict(zip(front.keys, t.values, strict=True)))

@@ -99,7 +99,7 @@ def front(cfg: StudyConfig, study: optuna.Study) -> Front:
                     reverse=dirs[0] == "maximize"):
         # the same arch evaluated twice is one model; under another layer mapping, another
         info = t.user_attrs.get("info") or {}
-        model = (t.user_attrs.get("arch", t.number), info.get("mapping"))
+        model = (t.user_attrs.get("arch", t.number), info.get("mapping"), info.get("hardware"))
         if model not in seen:
             seen.add(model)
             trials.append(t)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import time
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from nas.scoring.continuation import RungStore, fit_rung
 from nas.scoring.supernet import inherited_model
 from nas.study.checks import resolve_path
 from nas.study.config import StudyConfig
+from nas.study.hardware import Hardware, from_choice
 from nas.study.mapping import describe, digital_patterns, fixed_choice
 from nas.study.objectives import Budget, Objective
 from nas.study.schedule import rung_budgets, rung_precision
@@ -125,7 +127,10 @@ class Evaluator:
         out = Outcome(arch, {})
         t0 = time.perf_counter()
         out.metrics, out.info = self._cost(arch)
-        digital = self._map(arch, mapping, out.metrics, out.info)
+        hardware = from_choice(mapping)
+        if hardware is not None:  # one string per chip, stored beside the arch string
+            out.info["hardware"] = hardware.code
+        digital = self._map(arch, mapping, out.metrics, out.info, hardware)
         out.info["seconds_cost"] = round(time.perf_counter() - t0, 3)
         out.constraints = self._violations([b for b in self.budgets if b.early], out.metrics)
         if on_constraints and out.constraints:
@@ -137,7 +142,8 @@ class Evaluator:
             return out
         t1 = time.perf_counter()
         if self.table is None:
-            out.state_dict = self._train_and_score(arch, out.metrics, out.info, budget, digital)
+            out.state_dict = self._train_and_score(arch, out.metrics, out.info, budget, digital,
+                                                   hardware)
         out.info["seconds_train_eval"] = round(time.perf_counter() - t1, 3)
         late = self._violations([b for b in self.budgets if not b.early], out.metrics)
         if on_constraints and late:
@@ -153,8 +159,8 @@ class Evaluator:
         return glue.costs(self.cfg, self.space.name, arch, self.data.input_shape,
                           self.data.num_classes)
 
-    def _map(self, arch: str, choice: dict[str, int] | None, metrics: dict[str, float],
-             info: dict[str, Any]) -> list[str]:
+    def _map(self, arch: str, choice: dict[str, Any] | None, metrics: dict[str, float],
+             info: dict[str, Any], hardware: Hardware | None = None) -> list[str]:
         """Layers kept digital under the mapping; the analog cost metrics follow them."""
         mcfg = self.cfg.hw_eval.mapping_cfg
         if not mcfg.active or self.table is not None:
@@ -162,9 +168,15 @@ class Evaluator:
         choice = fixed_choice(mcfg) if choice is None else choice
         model = self.build(arch)
         digital = digital_patterns(model, choice, mcfg)
-        metrics.update(glue.mapped_costs(self.cfg, model, self.data.input_shape, digital))
-        metrics.update({f"mapping.{k}": float(v) for k, v in choice.items()})
+        metrics.update(glue.mapped_costs(self.cfg, model, self.data.input_shape, digital,
+                                         hardware))
+        metrics.update({f"mapping.{k}": float(v) for k, v in choice.items()
+                        if not k.startswith("hw.")})
         info["mapping"] = describe(choice, digital)
+        if hardware is not None:  # what the energy estimate charged: the sampled chip
+            info["analog_cost_hw"] = hardware.scored_hw(info.get("analog_cost_hw") or "")
+            info["analog_cost_options"] = json.dumps(hardware.cost_options(), sort_keys=True)
+            info["analog_read_mode"] = hardware.read_mode
         return digital
 
     def _violations(self, budgets: list[Budget], metrics: dict[str, float]) -> dict[str, float]:
@@ -184,8 +196,8 @@ class Evaluator:
         return float(value)
 
     def _train_and_score(self, arch: str, metrics: dict[str, float], info: dict[str, Any],
-                         budget: float | None = None,
-                         digital: list[str] | None = None) -> dict[str, Any]:
+                         budget: float | None = None, digital: list[str] | None = None,
+                         hardware: Hardware | None = None) -> dict[str, Any]:
         data, fit_cfg = budgeted(self.cfg, self.data, budget)
         info["seeds"] = TrialSeeds(self.cfg.seed).as_dict()
         with torch_threads(self.cfg.train.threads):
@@ -217,7 +229,8 @@ class Evaluator:
             for hw, times in self.hw_times().items():
                 if hw != "digital":
                     metrics.update(glue.hw_accuracy(self.cfg, model, self.data, hw, times, x, y,
-                                                    digital=digital, precision=precision))
+                                                    digital=digital, precision=precision,
+                                                    hardware=hardware))
         return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
     def _fit_rung(self, arch: str, model: nn.Module, data: DataSplits, fit_cfg: FitConfig,

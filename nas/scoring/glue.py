@@ -21,6 +21,7 @@ from hw_cost.analog_cost import analog_cost, flat_analog
 from hwnas.common.seeds import stream_seed
 from hwnas.train.fit_config import FitConfig
 from nas.study.config import StudyConfig
+from nas.study.hardware import Hardware
 from nas.study.objectives import METRICS
 
 # Cost fields that are text, not metrics: kept in the trial's info, not as numbers.
@@ -62,12 +63,19 @@ def cost_hw(cfg: StudyConfig) -> tuple[str | None, dict[str, Any]]:
 
 
 def mapped_costs(cfg: StudyConfig, model,  # noqa: ANN001 - an nn.Module
-                 input_shape: tuple[int, ...], digital: list[str]) -> dict[str, float]:
+                 input_shape: tuple[int, ...], digital: list[str],
+                 hardware: Hardware | None = None) -> dict[str, float]:
     """The analog cost metrics of ``model`` with the ``digital`` layers kept digital (layer-wise
-    mapping); they replace ``cost_of``'s all-analog ones, on the same hardware model."""
+    mapping); they replace ``cost_of``'s all-analog ones, on the same hardware model, or on the
+    trial's sampled ``hardware`` (its device, tile, ADC bits and read mode)."""
     hw, hw_options = cost_hw(cfg)
-    return flat_analog(analog_cost(model, input_shape, hw=hw, hw_options=hw_options,
-                                   digital=digital))
+    if hardware is None:
+        return flat_analog(analog_cost(model, input_shape, hw=hw, hw_options=hw_options,
+                                       digital=digital))
+    est = analog_cost(model, input_shape, hw=hardware.scored_hw(hw or "pcm_static"),
+                      hw_options=hardware.cost_options(), figures=hardware.figures(),
+                      digital=digital)
+    return {**flat_analog(est), "analog_one_phase": float(est["read_mode"] == "one_phase")}
 
 
 def latency_form(cfg: StudyConfig) -> str:
@@ -108,7 +116,7 @@ def hwa_target(cfg: StudyConfig, hw: str, digital: Sequence[str] = ()) -> analog
 
 def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],  # noqa: ANN001
                 x, y, digital: list[str] | None = None,  # noqa: ANN001
-                precision: Any = None) -> dict[str, float]:
+                precision: Any = None, hardware: Hardware | None = None) -> dict[str, float]:
     """``acc_<hw>[@t]`` with its estimate (``_std``, ``_se``, ``_median``, ``_repeats``,
     ``_images``), the analog coverage, and for analog models ``<hw>_adabs`` and ``<hw>_hwa_s``.
 
@@ -117,21 +125,36 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
     ``analog.evaluate``. The same (config, arch, seed) gives the same numbers. ``digital``:
     layers an analog model keeps digital (``nas.study.mapping``). ``precision``: the rung's target
     SE and programmings cap (``nas.study.schedule.rung_precision``); None: ``hw_eval``'s.
+    ``hardware``: the trial's sampled chip (``nas.study.hardware``); its device is scored in
+    place of ``hw`` and its options replace ``hw_eval.options``, under ``hw``'s keys.
     """
+    if hardware is not None and analog.get_hw(hw).kind == "analog":
+        scored_hw = hardware.scored_hw(hw)
+        out = _hw_accuracy(cfg, model, data, scored_hw, times, x, y, digital, precision,
+                           hardware.options())
+        return {k.replace(scored_hw, hw, 1): v for k, v in out.items()}
+    return _hw_accuracy(cfg, model, data, hw, times, x, y, digital, precision,
+                        cfg.hw_eval.options.get(hw))
+
+
+def _hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],  # noqa: ANN001
+                 x, y, digital: list[str] | None, precision: Any,  # noqa: ANN001
+                 options: dict[str, Any] | None) -> dict[str, float]:
     he = cfg.hw_eval
     is_analog = analog.get_hw(hw).kind == "analog"
     scored = copy.deepcopy(model)  # hardware models and HWA tuning must not touch the weights
     out: dict[str, float] = {}
     if is_analog and he.hwa_epochs > 0:
         t0 = time.perf_counter()
-        analog.hwa_fit(scored, data, hwa_target(cfg, hw, digital or []),
+        analog.hwa_fit(scored, data, analog_hwa.hwa_target(hw, options=options,
+                                                           digital=digital or []),
                        fit_config(cfg, epochs=he.hwa_epochs, seed=stream_seed(cfg.seed, "hwa")))
         out[f"{hw}_hwa_s"] = round(time.perf_counter() - t0, 3)
     seconds = [analog.parse_time(t) if t else 0.0 for t in times]
     adabs = he.adabs if is_analog else 0
     res = analog.evaluate(scored.eval(), x, y, hw, times=tuple(seconds), repeats=he.repeats,
                           seed=cfg.seed, compensation=he.compensation, fast=he.fast,
-                          options=he.options.get(hw),
+                          options=options,
                           calib=data.x_train[:analog_defaults.CALIB_IMAGES],
                           device=cfg.train.device, adabs=adabs,
                           adabs_images=training_images(data.x_train, adabs, cfg.seed),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nas.study.hardware import choose_hardware
 from nas.study.mapping import KNOBS, MappingCfg
 
 if TYPE_CHECKING:
@@ -19,7 +20,16 @@ def choose(trial: Any, cfg: MappingCfg) -> dict[str, int]:
             else getattr(cfg, knob) for knob in KNOBS}
 
 
-def sample_candidate(trial: Any, space: SearchSpace, cfg: MappingCfg) -> tuple[str, dict[str, int]]:
-    """A trial's candidate: the arch (``space.sample``), then its mapping (``choose``). Every
-    driver and the replay of stored parameters sample through here, in this one order."""
-    return space.sample(trial), choose(trial, cfg)
+def sample_candidate(trial: Any, space: SearchSpace,
+                     cfg: MappingCfg) -> tuple[str, dict[str, Any]]:
+    """A trial's candidate: the arch (``space.sample``), then its mapping (``choose``), then its
+    hardware (``nas.study.hardware.choose_hardware``: ``hw.<dim>`` keys, whose ``digital``
+    sets the mapping's knobs). Every driver and the replay of stored parameters sample through
+    here, in this one order."""
+    arch, choice = space.sample(trial), dict(choose(trial, cfg))
+    hw = choose_hardware(trial, cfg.hardware)
+    if hw is not None:
+        if "digital" in cfg.hardware.dims:
+            choice.update(hw.mapping())
+        choice.update({f"hw.{k}": v for k, v in vars(hw).items()})
+    return arch, choice

@@ -10,6 +10,7 @@ Reading study files, ``--set`` overrides and saving the resolved config live in
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ from nas.study.checks import (
     registry_problems,
     resolve_path,
 )
+from nas.study.hardware import HardwareSpace, hardware_problems, parse_hardware
 from nas.study.mapping import MappingCfg, mapping_problems, parse_mapping
 from nas.study.objectives import METRICS, Budget, Objective, time_label
 from nas.study.schedule import ScheduleCfg, schedule_problems
@@ -139,15 +141,30 @@ class HwEvalCfg(_Cfg):
         "{pcm: {adc_bits: 8, tile_size: 256}} (analog.aimc.AnalogOptions): the accuracy model "
         "and the analog cost estimate both use them, and every trial records them")
 
+    hardware: dict[str, Any] = Field(
+        default_factory=dict, description="hardware searched with the arch (nas.study.hardware):"
+        " e.g. {adc_bits: [6, 8], read_mode: [one_phase, four_phase], digital: [none, "
+        "first_last], device: [pcm_static, pcm_hermes]}; one value fixes a dimension")
+
     @field_validator("mapping")
     @classmethod
     def _mapping(cls, v: dict[str, Any]) -> dict[str, Any]:
         parse_mapping(v)  # a ConfigError (a ValueError) names every bad key at once
         return v
 
+    @field_validator("hardware")
+    @classmethod
+    def _hardware(cls, v: dict[str, Any]) -> dict[str, Any]:
+        parse_hardware(v)
+        return v
+
+    @property
+    def hardware_space(self) -> HardwareSpace:
+        return parse_hardware(self.hardware)
+
     @property
     def mapping_cfg(self) -> MappingCfg:
-        return parse_mapping(self.mapping)
+        return dataclasses.replace(parse_mapping(self.mapping), hardware=self.hardware_space)
 
     @model_validator(mode="before")
     @classmethod
@@ -431,7 +448,7 @@ def validate_study(raw: dict[str, Any]) -> StudyConfig:
     problems += registry_problems(raw, cfg)
     if cfg is not None:
         problems += (schedule_problems(cfg) + mapping_problems(cfg) + hw_options_problems(cfg)
-                     + pareto_problems(cfg) + budget_problems(cfg))
+                     + hardware_problems(cfg) + pareto_problems(cfg) + budget_problems(cfg))
     if problems:
         raise ConfigError(problems)
     assert cfg is not None

@@ -25,6 +25,7 @@ from typing import Any
 
 from analog.coverage import mappable_layers
 from hwnas.common.errors import ConfigError, Problem
+from nas.study.hardware import HardwareSpace
 
 KNOBS = ("first_k_digital", "last_k_digital")
 
@@ -38,6 +39,8 @@ class MappingCfg:
     last_k_digital: int = 0
     digital_layers: tuple[str, ...] = ()
     """Fixed shell patterns of layers kept digital in every candidate."""
+    hardware: HardwareSpace = HardwareSpace({})
+    """Hardware dimensions sampled with the arch (``nas.study.hardware``)."""
 
     @property
     def searched(self) -> bool:
@@ -45,9 +48,10 @@ class MappingCfg:
 
     @property
     def active(self) -> bool:
-        """Whether any layer can be kept digital (else every mappable layer is analog)."""
+        """Whether any layer can be kept digital (else every mappable layer is analog), or
+        the hardware is declared (its costs are then taken per candidate, as a mapping's)."""
         return bool(self.search or self.first_k_digital or self.last_k_digital
-                    or self.digital_layers)
+                    or self.digital_layers or self.hardware.active)
 
 
 def parse_mapping(raw: dict[str, Any] | None) -> MappingCfg:
@@ -98,13 +102,15 @@ def fixed_choice(cfg: MappingCfg) -> dict[str, int]:
     return {knob: getattr(cfg, knob) for knob in KNOBS}
 
 
-def describe(choice: dict[str, int], patterns: list[str]) -> str:
+
+
+def describe(choice: dict[str, Any], patterns: list[str]) -> str:
     """One line for the trial's info: the knobs and the layers kept digital."""
-    knobs = ", ".join(f"{k}={v}" for k, v in choice.items())
+    knobs = ", ".join(f"{k}={v}" for k, v in choice.items() if k in KNOBS)
     return f"{knobs}; digital: {', '.join(patterns) or 'none'}"
 
 
-def digital_patterns(model: Any, choice: dict[str, int],
+def digital_patterns(model: Any, choice: dict[str, Any],
                      cfg: MappingCfg | None = None) -> list[str]:
     """Layer names (valid shell patterns) to keep digital for ``choice``, plus fixed patterns."""
     names = mappable_layers(model)

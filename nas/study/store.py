@@ -304,6 +304,9 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
             row[f"objective:{key}"] = math.nan if free and key not in t.user_attrs else value
         if free:
             row["prior"] = t.user_attrs["prior"]
+        hardware = (t.user_attrs.get("info") or {}).get("hardware")
+        if hardware:  # the sampled chip's string (nas.study.hardware), beside the arch's
+            row["hardware"] = hardware
         row.update({k: v for k, v in t.user_attrs.items()
                     if isinstance(v, int | float) and not isinstance(v, bool)})
         rows.append(row)
