@@ -69,7 +69,11 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
-    """``["train.epochs=2", "sampler.name=random"]`` -> dotted overrides, values read as YAML."""
+    """``["train.epochs=2", "sampler.name=random"]`` -> dotted overrides, values read as YAML.
+
+    A word that YAML 1.1 reads as a boolean (``off``, ``on``, ``yes``, ``no``) stays the word the
+    user typed: ``pareto.shrink=off`` is the enum value ``off``, and a boolean field still accepts
+    it (pydantic reads ``off`` as False). Only ``true``/``false`` become booleans here."""
     import yaml
 
     out = {}
@@ -79,9 +83,12 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             raise ConfigError.one("--set", "must be KEY=VALUE with a dotted config key", item,
                                   "write e.g. --set train.epochs=2")
         try:
-            out[key.strip()] = yaml.safe_load(text)
+            value = yaml.safe_load(text)
         except yaml.YAMLError:
-            out[key.strip()] = text
+            value = text
+        if isinstance(value, bool) and text.strip().lower() not in ("true", "false"):
+            value = text.strip()
+        out[key.strip()] = value
     return out
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 
 from hwnas.common.errors import ConfigError, Problem
-from hwnas.train.datasets.base import RawData, register_dataset, require_path
+from hwnas.train.datasets.base import ROOT_HOW, RawData, register_dataset, require_path
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
 _WHERE = "data set imagefolder"
-FOLDER_HOW = ("pass --data-root DIR with DIR/train/<class>/*.png and DIR/test/<class>/*.png "
-              "(or DIR/val/...)")
+FOLDER_HOW = ("lay the images out as DIR/train/<class>/*.png and DIR/test/<class>/*.png (or "
+              f"DIR/val/...) and name DIR with {ROOT_HOW}")
 
 
 def _class_dirs(split_dir: Path) -> list[Path]:
