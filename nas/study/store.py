@@ -28,7 +28,8 @@ import yaml
 from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta, upload_artifact
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event, text
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from hwnas.common.errors import ConfigError
 from nas.study.config import StudyConfig, save_config, validate_study
@@ -48,10 +49,35 @@ def open_storage(url: str, *, heartbeat_s: int | None = None) -> optuna.storages
         # parameters queued again, so the next run of the same command retries it.
         kwargs.update(heartbeat_interval=heartbeat_s, grace_period=3 * heartbeat_s,
                       heartbeat_stale_trial_callback=retry)
-    storage = _rdb(url, kwargs)
+    try:
+        storage = _rdb(url, kwargs)
+    except DatabaseError as err:
+        raise storage_error(url, err) from None
+    except ImportError:  # SQLAlchemy's default driver for the dialect is not installed
+        raise ConfigError.one("storage", "needs a database driver that is installed",
+                              make_url(url).render_as_string(hide_password=True),
+                              "name the driver in the URL, e.g. postgresql+psycopg2://user:"
+                              "password@host:5432/db (psycopg2 ships with hwnas)") from None
     if url.startswith("sqlite"):
         _sqlite_wal(storage)
     return storage
+
+
+def storage_error(url: str, err: Exception) -> ConfigError:
+    """One line for a storage that cannot be opened: the URL (password hidden), the database's
+    own words, and where the results are still readable."""
+    shown = make_url(url).render_as_string(hide_password=True)
+    reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+    if url.startswith("sqlite"):
+        db = Path(make_url(url).database or "")
+        fix = (f"the results stay readable in {db.parent / 'trials.parquet'} and "
+               f"{db.parent / 'trials.csv'} beside it; move the damaged file aside and re-run "
+               "the search to start the storage anew")
+    else:
+        fix = ("check that the database server runs and is reachable from here, the user and "
+               "password, and that the database exists (e.g. `pg_isready -h HOST`)")
+    return ConfigError.one("storage", "must be an RDB URL Optuna can open", f"{shown} ({reason})",
+                           fix)
 
 
 def _rdb(url: str, kwargs: dict[str, Any], attempts: int = 5) -> optuna.storages.RDBStorage:
