@@ -32,6 +32,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from hwnas.common.errors import ConfigError
+from hwnas.common.outdir import writable_dir
 from nas.study.config import StudyConfig, save_config, validate_study
 
 WEIGHTS = "weights.pt"
@@ -194,8 +195,7 @@ def _stored(cfg: StudyConfig, storage: optuna.storages.BaseStorage,
 
 
 def prepare_dir(cfg: StudyConfig, out_root: str | Path) -> Path:
-    study_dir = Path(out_root) / cfg.name
-    study_dir.mkdir(parents=True, exist_ok=True)
+    study_dir = writable_dir(Path(out_root) / cfg.name)
     if (study_dir / "config.yaml").is_file():
         # refused before the folder's config.yaml, which pareto/report/export read, is replaced
         _stored(cfg, open_storage(cfg.storage_url(study_dir)))
