@@ -164,3 +164,33 @@ def test_the_documented_quick_try_checks(capsys, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     assert main(["run", "quickstart", "--set", "pareto.shrink=off", "--check"]) == 0
     assert "shrink: 'off'" in capsys.readouterr().out
+
+
+def test_a_stop_signal_prints_one_line(capsys, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+                                       ) -> None:
+    # the search's stop handler raises Interrupted with its message (tests/nas/test_accounting
+    # sends a real SIGTERM to a real search); here the command raises it directly
+    import nas.cli
+    from nas.search.optuna_driver import Interrupted
+
+    def stopped(_args: object) -> int:
+        raise Interrupted("interrupted by SIGTERM: the running trial is stored FAIL; run the "
+                          "same command again to continue the study")
+
+    rebound = _Rebound(nas.cli.build_parser(), stopped)
+    monkeypatch.setattr(nas.cli, "build_parser", lambda: rebound)
+    assert main(["pareto", "x"]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1 and "SIGTERM" in err
+
+
+class _Rebound:
+    """The real parser, whose parsed command runs ``func`` instead of its own."""
+
+    def __init__(self, parser, func) -> None:  # noqa: ANN001
+        self.parser, self.func = parser, func
+
+    def parse_args(self, argv):  # noqa: ANN001, ANN201
+        args = self.parser.parse_args(argv)
+        args.func = self.func
+        return args
