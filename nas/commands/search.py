@@ -35,7 +35,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export every Pareto model (checkpoint, ONNX, card)")
     p.add_argument("study_dir", help="runs/<study>")
     p.add_argument("--top", type=int, help="at most this many models")
-    p.add_argument("--no-onnx", dest="onnx", action="store_false", default=None)
+    onnx = p.add_mutually_exclusive_group()
+    onnx.add_argument("--onnx", dest="onnx", action="store_true", default=None,
+                      help="write and check model.onnx (default: the study's export.onnx)")
+    onnx.add_argument("--no-onnx", dest="onnx", action="store_false", default=None,
+                      help="write no ONNX")
     p.set_defaults(func=_export)
     p = sub.add_parser("report", help="write runs/<study>/report.html with its figures")
     p.add_argument("study_dir", help="runs/<study>")

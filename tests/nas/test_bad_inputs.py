@@ -194,3 +194,27 @@ class _Rebound:
         args = self.parser.parse_args(argv)
         args.func = self.func
         return args
+
+
+def test_export_has_a_flag_that_turns_onnx_on() -> None:
+    from nas.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["export", "x", "--onnx"]).onnx is True
+    assert parse(["export", "x", "--no-onnx"]).onnx is False
+    assert parse(["export", "x"]).onnx is None  # the study's export.onnx
+
+
+def test_rerunning_a_finished_study_says_it_runs_nothing(tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    import hwnas
+
+    first = hwnas.run("nb201_table", n_trials=3, out=tmp_path)
+    with caplog.at_level("WARNING", logger="hwnas"):
+        again = hwnas.run("nb201_table", n_trials=3, out=tmp_path)
+    assert len(again.study.trials) == len(first.study.trials)
+    assert "n_trials=3 is reached, so this run trains nothing" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hwnas"):
+        hwnas.run("nb201_table", n_trials=4, out=tmp_path)
+    assert "continuing to n_trials=4" in caplog.text
