@@ -208,13 +208,13 @@ def test_export_has_a_flag_that_turns_onnx_on() -> None:
 def test_rerunning_a_finished_study_says_it_runs_nothing(tmp_path: Path,
                                                         caplog: pytest.LogCaptureFixture) -> None:
     import hwnas
+    from nas.search.run import reopened_note
+    from nas.study.config import load_study
 
-    first = hwnas.run("nb201_table", n_trials=3, out=tmp_path)
+    first = hwnas.run("nb201_table", n_trials=2, out=tmp_path)
     with caplog.at_level("WARNING", logger="hwnas"):
-        again = hwnas.run("nb201_table", n_trials=3, out=tmp_path)
+        again = hwnas.run("nb201_table", n_trials=2, out=tmp_path)
     assert len(again.study.trials) == len(first.study.trials)
-    assert "n_trials=3 is reached, so this run trains nothing" in caplog.text
-    caplog.clear()
-    with caplog.at_level("WARNING", logger="hwnas"):
-        hwnas.run("nb201_table", n_trials=4, out=tmp_path)
-    assert "continuing to n_trials=4" in caplog.text
+    assert "n_trials=2 is reached, so this run trains nothing" in caplog.text
+    more = load_study("nb201_table", {"n_trials": 5})
+    assert "continuing to n_trials=5" in reopened_note(more, tmp_path / "nb201_table")
