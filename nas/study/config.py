@@ -61,6 +61,9 @@ class DataCfg(_Cfg):
                                     "never shrinks the validation split")
     test_limit: int | None = Field(None, gt=0, description="test images used")
     seed: int = Field(0, description="seed of the train/validation split")
+    options: dict[str, Any] = Field(default_factory=dict, description=(
+        "the reader's own options, e.g. {img_size: 64, channels: 1} for imagefolder "
+        "(`hwnas data info NAME` reads the same as --data-option KEY=VALUE)"))
 
 
 class ObjectiveCfg(_Cfg):

@@ -218,3 +218,15 @@ def test_rerunning_a_finished_study_says_it_runs_nothing(tmp_path: Path,
     assert "n_trials=2 is reached, so this run trains nothing" in caplog.text
     more = load_study("nb201_table", {"n_trials": 5})
     assert "continuing to n_trials=5" in reopened_note(more, tmp_path / "nb201_table")
+
+
+def test_a_study_sets_the_readers_options(tmp_path: Path) -> None:
+    from nas.scoring.evaluate import Evaluator
+    from nas.study.config import load_study
+
+    root = _imagefolder(tmp_path / "if", False)
+    cfg = load_study("quickstart", {"data": {"name": "imagefolder", "root": str(root),
+                                             "options": {"img_size": 12, "channels": 1}}})
+    data = Evaluator(cfg).data
+    assert (data.in_chans, data.img_size) == (1, 12)
+    assert data.x_train.shape[1:] == (1, 12, 12)
