@@ -15,6 +15,7 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from nas.search.optuna_driver import run as run_optuna
+from nas.search.ray_auth import use_token_if_present
 from nas.search.tracking import log_study
 from nas.study import store
 from nas.study.config import StudyConfig
@@ -61,6 +62,7 @@ def run_search(cfg: StudyConfig, *, out_root: str | Path = "runs", progress: boo
     if reopened and (note := reopened_note(cfg, study_dir)):
         logging.getLogger("hwnas").warning(note)
     if cfg.backend == "ray":
+        use_token_if_present(cfg.ray.address)  # before Ray is imported: Ray reads it at import
         # Deferred: the Ray driver imports ray (seconds), which an Optuna study never needs.
         from nas.search.ray_driver import run as run_ray
 
