@@ -178,6 +178,8 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
     attrs: dict[str, Any] = {"arch": arch, "ray_trial_id": trial.trial_id, "worker": "ray",
                              **{k: trial.config[k] for k in SCHEDULE_KEYS if k in trial.config},
                              **{k: result[k] for k in NODE_KEYS if k in result}}
+    if isinstance(result.get("time_total_s"), int | float):  # a Ray trial has no Optuna clock
+        attrs["duration_s"] = float(result["time_total_s"])
     if not complete or _full(cfg, study):
         state = TrialState.FAIL if not complete else TrialState.PRUNED
         attrs["fail_reason"] = reason or (

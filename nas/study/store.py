@@ -305,6 +305,8 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
             row["prior"] = t.user_attrs["prior"]
         row.update({k: v for k, v in t.user_attrs.items()
                     if isinstance(v, int | float) and not isinstance(v, bool)})
+        # where a Ray trial ran (nas.search.ray_utils.NODE_KEYS): text, so named here
+        row.update({k: t.user_attrs[k] for k in ("ray_node_id", "hostname") if k in t.user_attrs})
         rows.append(row)
     return pd.DataFrame(rows)
 
