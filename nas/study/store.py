@@ -71,10 +71,13 @@ def storage_error(url: str, err: Exception) -> ConfigError:
     reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
     if url.startswith("sqlite"):
         db = Path(make_url(url).database or "")
-        if not db.is_file():
+        if not db.parent.is_dir():
             return ConfigError.one("storage", "needs a folder that exists and can be written",
                                    f"{shown} ({reason})", "pass the folder of a started study "
                                    "(runs/<study>) or a writable --out")
+        if not db.is_file():
+            return ConfigError.one("storage", "must be a file SQLite can create", f"{shown} "
+                                   f"({reason})", "check the disk's free space and permissions")
         fix = (f"the results stay readable in {db.parent / 'trials.parquet'} and "
                f"{db.parent / 'trials.csv'} beside it; move the damaged file aside and re-run "
                "the search to start the storage anew")
