@@ -3,7 +3,8 @@
 
 Conventions shared by every command: ``--version``; ``-q`` (errors and results only) and ``-v``
 (Optuna's info messages and full tracebacks of failed trials); bad input exits 2 with one message
-naming the rule, the value and the fix; a command whose work all failed exits 1.
+naming the rule, the value and the fix; a command whose work all failed exits 1; a stop
+signal (Ctrl-C, SIGTERM) prints one line and exits 130.
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     except HwnasError as err:
         print(f"hwnas: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:  # Ctrl-C or a job limit's SIGTERM: what was stored stays
+        # one line: the search's stop handler put the signal and what to do next in its message
+        print(f"hwnas: {stop.args[0] if stop.args else 'interrupted'}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from hwnas.common.errors import ConfigError, Problem
+from hwnas.common.outdir import fallback_dir, writable_dir
 from nas.commands.data import add_data_args, data_kwargs
 
 
@@ -238,15 +240,30 @@ def _scoring(result) -> str:  # noqa: ANN001
     return defaults.scoring_label(result.curves[0].result) if result.curves else "no curves"
 
 
+def _write(result, out: Path, **kw: Any) -> dict[str, Path]:  # noqa: ANN001 - AnalogResult
+    """``write_all`` into ``out``; a folder that refuses the files (disk full, permissions gone
+    during the run) gets them in a fresh temporary folder instead, named on stderr."""
+    from analog.report import write_all
+
+    try:
+        return write_all(result, out, **kw)
+    except OSError as err:
+        safe = fallback_dir("analog-eval")
+        print(f"hwnas: could not write to {out} ({err.strerror or err}); the results are "
+              f"saved in {safe} instead", file=sys.stderr)
+        return write_all(result, safe, **kw)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     import torch
 
     from analog.experiment import run_experiment
-    from analog.report import write_all
     from hwnas.common.provenance import provenance
     from hwnas.train.data import load_data
 
     cfg, fit_cfg = _resolve(args)
+    if args.out:  # refused before the training and scoring, not after
+        writable_dir(args.out)
     if args.threads:
         torch.set_num_threads(args.threads)
     data = load_data(args.data, seed=args.seed, **data_kwargs(args))
@@ -261,7 +278,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "provenance": provenance(args.device, seeds={"seed": args.seed},
                                      command="hwnas analog-eval")}
     print(f"scored with {_scoring(result)}")
-    paths = write_all(result, _out_dir(args, model_info), title=title, meta=meta)
+    paths = _write(result, _out_dir(args, model_info), title=title, meta=meta)
     for path in paths.values():
         print(f"wrote {path}")
     return 0

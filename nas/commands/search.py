@@ -74,8 +74,12 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
-    """``["train.epochs=2", "sampler.name=random"]`` -> dotted overrides, values read as YAML
-    (YAML 1.2 booleans: ``--set pareto.shrink=off`` gives ``"off"``, not False)."""
+    """``["train.epochs=2", "sampler.name=random"]`` -> dotted overrides, values read as YAML.
+
+    A word that YAML 1.1 reads as a boolean (``off``, ``on``, ``yes``, ``no``) stays the word the
+    user typed (``nas.study.yaml_values``): ``pareto.shrink=off`` is the enum value ``off``, and a
+    boolean field still accepts it (pydantic reads ``off`` as False). Only ``true``/``false``
+    become booleans here."""
     import yaml
 
     from nas.study.yaml_values import loads
@@ -87,9 +91,10 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             raise ConfigError.one("--set", "must be KEY=VALUE with a dotted config key", item,
                                   "write e.g. --set train.epochs=2")
         try:
-            out[key.strip()] = loads(text)
+            value = loads(text)
         except yaml.YAMLError:
-            out[key.strip()] = text
+            value = text
+        out[key.strip()] = value
     return out
 
 

@@ -30,7 +30,7 @@ def study_hw(cfg: StudyConfig) -> str:
 def _data(cfg: StudyConfig) -> DataSplits:
     d = cfg.data
     return load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
-                     train_limit=d.train_limit, test_limit=d.test_limit)
+                     train_limit=d.train_limit, test_limit=d.test_limit, **d.options)
 
 
 def _clear_stale(root: Path, keep: set[str]) -> None:

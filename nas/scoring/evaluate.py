@@ -89,7 +89,7 @@ class Evaluator:
     def data(self) -> DataSplits:
         d = self.cfg.data
         return load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
-                         train_limit=d.train_limit, test_limit=d.test_limit)
+                         train_limit=d.train_limit, test_limit=d.test_limit, **d.options)
 
     def prepare(self) -> None:
         """Load what every trial needs (space, data set) now, so set-up errors surface once."""

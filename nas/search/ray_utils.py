@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import pickle
 import signal
 from collections.abc import Iterator
@@ -40,6 +39,7 @@ from ray.tune.stopper import Stopper
 from hwnas.common.errors import ConfigError
 from hwnas.common.signals import handling_signals, on_main_thread
 from nas.search.optuna_driver import Interrupted
+from nas.search.ray_auth import use_token_if_present
 from nas.search.sampling import sample_candidate
 from nas.search.schedule_ray import KEYS as SCHEDULE_KEYS
 from nas.study import store
@@ -179,6 +179,8 @@ def copy_trial(cfg: StudyConfig, study: optuna.Study, study_dir: Path, trial: An
     attrs: dict[str, Any] = {"arch": arch, "ray_trial_id": trial.trial_id, "worker": "ray",
                              **{k: trial.config[k] for k in SCHEDULE_KEYS if k in trial.config},
                              **{k: result[k] for k in NODE_KEYS if k in result}}
+    if isinstance(result.get("time_total_s"), int | float):  # a Ray trial has no Optuna clock
+        attrs["duration_s"] = float(result["time_total_s"])
     if not complete or _full(cfg, study):
         state = TrialState.FAIL if not complete else TrialState.PRUNED
         attrs["fail_reason"] = reason or (
@@ -307,18 +309,11 @@ _AUTH_STEPS = ("on the head: `ray start --head` (Ray 2.60 turns token authentica
                "docs/multi_node.md")
 
 
-def _token_available() -> bool:
-    if os.environ.get("RAY_AUTH_TOKEN"):
-        return True
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token"
-    return Path(path).is_file()
-
-
 def connect(address: str | None, **kwargs: Any) -> None:
-    """``ray.init(address)``; for an existing cluster, token authentication is switched on when
-    a token is at hand (``RAY_AUTH_MODE`` unset), and a refused token is a clear error."""
-    if address and "RAY_AUTH_MODE" not in os.environ and _token_available():
-        os.environ["RAY_AUTH_MODE"] = "token"  # what `ray start` did on the head (2.60 default)
+    """``ray.init(address)``; a refused token is a clear error. Token authentication is switched
+    on before Ray is imported (``nas.search.ray_auth``, called by ``run_search``); here only for
+    a caller that imported Ray first and has no other way in."""
+    use_token_if_present(address)
     try:
         ray.init(address=address, **kwargs)
     except ray.exceptions.AuthenticationError as err:

@@ -15,6 +15,7 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from nas.search.optuna_driver import run as run_optuna
+from nas.search.ray_auth import use_token_if_present
 from nas.search.tracking import log_study
 from nas.study import store
 from nas.study.config import StudyConfig
@@ -56,8 +57,12 @@ def run_search(cfg: StudyConfig, *, out_root: str | Path = "runs", progress: boo
     """Run or resume ``cfg`` with its backend; returns ``runs/<study>``. ``progress``: ``auto``
     (``True``: a bar on a terminal, else a line per finished trial), ``bar``, ``lines``, ``off``
     (``False``)."""
+    reopened = (Path(out_root) / cfg.name / "config.yaml").is_file()
     study_dir = store.prepare_dir(cfg, out_root)
+    if reopened and (note := reopened_note(cfg, study_dir)):
+        logging.getLogger("hwnas").warning(note)
     if cfg.backend == "ray":
+        use_token_if_present(cfg.ray.address)  # before Ray is imported: Ray reads it at import
         # Deferred: the Ray driver imports ray (seconds), which an Optuna study never needs.
         from nas.search.ray_driver import run as run_ray
 
@@ -67,6 +72,25 @@ def run_search(cfg: StudyConfig, *, out_root: str | Path = "runs", progress: boo
     if cfg.tracking.mlflow_uri or cfg.tracking.tensorboard:
         log_study(cfg, store.load_dir(study_dir)[1], study_dir)
     return study_dir
+
+
+def reopened_note(cfg: StudyConfig, study_dir: Path) -> str | None:
+    """What running ``cfg`` again in a folder that holds it will do: ``n_trials`` counts the
+    complete trials of earlier runs, so a finished study runs nothing, and says so."""
+    try:
+        study = optuna.load_study(study_name=cfg.name,
+                                  storage=store.open_storage(cfg.storage_url(study_dir)))
+    except KeyError:  # the folder has a config but its storage no study yet
+        return None
+    done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    if not done:
+        return None
+    where = f"reopened study {cfg.name} in {study_dir} with {done} complete trial(s)"
+    if done >= cfg.n_trials:
+        return (f"{where}: n_trials={cfg.n_trials} is reached, so this run trains nothing; "
+                "raise n_trials (--n-trials N, or n_trials=N in Python) or pass a new out folder "
+                "to start afresh")
+    return f"{where}: continuing to n_trials={cfg.n_trials}"
 
 
 def failure_summary(study: optuna.Study) -> str | None:

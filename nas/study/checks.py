@@ -205,6 +205,7 @@ def _objective_problems(raw: dict) -> list[Problem]:
         if isinstance(c, dict) and c.get("max") is None and c.get("min") is None:
             out.append(Problem(f"constraints[{i}]", "needs max or min", c,
                                "add e.g. `max: 2.0` (a budget)"))
+        out += _budget_problems(f"constraints[{i}]", c)
     for i, item in enumerate(items if isinstance(items, list) else []):
         key = _objective_key(item)
         if key is None:
@@ -213,6 +214,25 @@ def _objective_problems(raw: dict) -> list[Problem]:
             out.append(Problem(f"objectives[{i}]", "objectives must differ", key,
                                f"remove the duplicate of objectives[{keys[key]}]"))
         keys.setdefault(key, i)
+    return out
+
+
+def _budget_problems(where: str, c: Any) -> list[Problem]:
+    """Bounds no candidate can meet: every metric is >= 0 (accuracy a fraction), so a max at or
+    below 0, or a min above the max, would reject every trial after hours of search."""
+    if not (isinstance(c, dict) and _str(c.get("metric")) and c["metric"] in METRICS):
+        return []
+    lo, hi, out = c.get("min"), c.get("max"), []
+    num = (int, float)
+    if isinstance(hi, num) and hi <= 0:
+        out.append(Problem(f"{where}.max", f"{c['metric']} is never negative, so a max <= 0 "
+                           "rejects every candidate", hi, "give a positive budget, e.g. max: 5.0"))
+    if c["metric"] == "accuracy" and isinstance(lo, num) and not 0 <= lo <= 1:
+        out.append(Problem(f"{where}.min", "accuracy is a fraction in [0, 1]", lo,
+                           "write e.g. min: 0.8 (80 %)"))
+    if isinstance(lo, num) and isinstance(hi, num) and lo > hi:
+        out.append(Problem(where, "min must not exceed max", {"min": lo, "max": hi},
+                           "swap them or drop one"))
     return out
 
 

@@ -32,6 +32,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from hwnas.common.errors import ConfigError
+from hwnas.common.outdir import writable_dir
 from nas.study.config import StudyConfig, validate_study
 from nas.study.files import save_config
 
@@ -51,7 +52,15 @@ def open_storage(url: str, *, heartbeat_s: int | None = None) -> optuna.storages
         # parameters queued again, so the next run of the same command retries it.
         kwargs.update(heartbeat_interval=heartbeat_s, grace_period=3 * heartbeat_s,
                       heartbeat_stale_trial_callback=retry)
-    storage = _rdb(url, kwargs)
+    try:
+        storage = _rdb(url, kwargs)
+    except DatabaseError as err:
+        raise storage_error(url, err) from None
+    except ImportError:  # SQLAlchemy's default driver for the dialect is not installed
+        raise ConfigError.one("storage", "needs a database driver that is installed",
+                              make_url(url).render_as_string(hide_password=True),
+                              "name the driver in the URL, e.g. postgresql+psycopg2://user:"
+                              "password@host:5432/db (psycopg2 ships with hwnas)") from None
     if url.startswith("sqlite"):
         _sqlite_wal(storage)
     return storage
@@ -64,6 +73,30 @@ def with_driver(url: str) -> str:
             if url.startswith("postgresql://") else url)
 
 
+def storage_error(url: str, err: Exception) -> ConfigError:
+    """One line for a storage that cannot be opened: the URL (password hidden), the database's
+    own words, and where the results are still readable."""
+    shown = make_url(url).render_as_string(hide_password=True)
+    reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+    if url.startswith("sqlite"):
+        db = Path(make_url(url).database or "")
+        if not db.parent.is_dir():
+            return ConfigError.one("storage", "needs a folder that exists and can be written",
+                                   f"{shown} ({reason})", "pass the folder of a started study "
+                                   "(runs/<study>) or a writable --out")
+        if not db.is_file():
+            return ConfigError.one("storage", "must be a file SQLite can create", f"{shown} "
+                                   f"({reason})", "check the disk's free space and permissions")
+        fix = (f"the results stay readable in {db.parent / 'trials.parquet'} and "
+               f"{db.parent / 'trials.csv'} beside it; move the damaged file aside and re-run "
+               "the search to start the storage anew")
+    else:
+        fix = ("check that the database server runs and is reachable from here, the user and "
+               "password, and that the database exists (e.g. `pg_isready -h HOST`)")
+    return ConfigError.one("storage", "must be an RDB URL Optuna can open", f"{shown} ({reason})",
+                           fix)
+
+
 def _rdb(url: str, kwargs: dict[str, Any], attempts: int = 5) -> optuna.storages.RDBStorage:
     """``RDBStorage(url)``, retried when another process created the schema at the same moment
     (workers started together on a new database: one wins the ``alembic_version`` insert, the
@@ -72,32 +105,11 @@ def _rdb(url: str, kwargs: dict[str, Any], attempts: int = 5) -> optuna.storages
         try:
             with _quiet():
                 return optuna.storages.RDBStorage(url, **kwargs)
-        except (IntegrityError, OperationalError) as err:
+        except (IntegrityError, OperationalError):
             if attempt == attempts - 1:
-                raise unusable_storage(url, err) from None
+                raise
             time.sleep(0.2 * (attempt + 1))
-        except DatabaseError as err:  # not a database at all: retrying cannot help
-            raise unusable_storage(url, err) from None
     raise AssertionError("unreachable")
-
-
-def unusable_storage(url: str, err: Exception) -> ConfigError:
-    """One clear error for a storage that cannot be opened: the URL with its password hidden,
-    the driver's first line, and where the results still are."""
-    shown = make_url(url).render_as_string(hide_password=True)
-    first = str(getattr(err, "orig", None) or err).splitlines()[0][:300]
-    if url.startswith("sqlite"):
-        folder = Path(make_url(url).database or ".").parent
-        kept = [p.name for p in (folder / "trials.parquet", folder / "trials.csv") if p.is_file()]
-        fix = (f"the trials are also in {', '.join(kept)} in {folder} (pandas.read_parquet / "
-               "read_csv); restore study.db from a copy, or run the study again with --out "
-               "another folder" if kept else "restore the file from a copy, or start the study "
-               "again with --out another folder")
-    else:
-        fix = ("check that the server runs and accepts this user (e.g. pg_isready), or pass "
-               "--storage with a reachable URL")
-    return ConfigError.one("storage", "must be an Optuna RDB storage that can be opened",
-                           f"{shown}: {first}", fix)
 
 
 def sqlite_state_counts(db: str | Path) -> dict[str, int]:
@@ -199,8 +211,7 @@ def _stored(cfg: StudyConfig, storage: optuna.storages.BaseStorage,
 
 
 def prepare_dir(cfg: StudyConfig, out_root: str | Path) -> Path:
-    study_dir = Path(out_root) / cfg.name
-    study_dir.mkdir(parents=True, exist_ok=True)
+    study_dir = writable_dir(Path(out_root) / cfg.name)
     if (study_dir / "config.yaml").is_file():
         # refused before the folder's config.yaml, which pareto/report/export read, is replaced
         _stored(cfg, open_storage(cfg.storage_url(study_dir)))
@@ -309,6 +320,8 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
             row["hardware"] = hardware
         row.update({k: v for k, v in t.user_attrs.items()
                     if isinstance(v, int | float) and not isinstance(v, bool)})
+        # where a Ray trial ran (nas.search.ray_utils.NODE_KEYS): text, so named here
+        row.update({k: t.user_attrs[k] for k in ("ray_node_id", "hostname") if k in t.user_attrs})
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -99,6 +99,12 @@ def list_datasets(pattern: str = "*") -> list[str]:
     return DATASETS.list(pattern)
 
 
+# How to name the data folder, in the words of each command that takes one: the data and train
+# commands have a flag, a study (search, run) has the field data.root.
+ROOT_HOW = ("`--data-root DIR` (hwnas data info, hwnas train) or `data: {root: DIR}` in the "
+            "study (hwnas search/run: --set data.root=DIR)")
+
+
 def require_path(dataset: str, path: Path, how_to_get: str) -> Path:
     """``path`` itself, or a ConfigError naming the path and how to get the data."""
     if not path.exists():

@@ -8,12 +8,18 @@ from pathlib import Path
 import numpy as np
 
 from hwnas.common.errors import ConfigError
-from hwnas.train.datasets.base import RawData, check_labels, register_dataset, require_path
+from hwnas.train.datasets.base import (
+    ROOT_HOW,
+    RawData,
+    check_labels,
+    register_dataset,
+    require_path,
+)
 
 CIFAR_ROOT = "data/cifar-10-batches-py"
 CIFAR_HOW = ("download cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html "
-             "on a machine with network, extract it, and pass --data-root .../cifar-10-batches-py "
-             "(the folder holding data_batch_1..5 and test_batch)")
+             "on a machine with network, extract it, and name the folder cifar-10-batches-py "
+             f"(the one holding data_batch_1..5 and test_batch) with {ROOT_HOW}")
 CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
                  "truck")
 

@@ -8,12 +8,18 @@ from pathlib import Path
 import numpy as np
 
 from hwnas.common.errors import ConfigError
-from hwnas.train.datasets.base import RawData, check_labels, register_dataset, require_path
+from hwnas.train.datasets.base import (
+    ROOT_HOW,
+    RawData,
+    check_labels,
+    register_dataset,
+    require_path,
+)
 
 FASHION_ROOT = "/usr/share/datasets/fashion-mnist"
 FASHION_HOW = (f"install the Debian package: apt-get install dataset-fashion-mnist (files land in "
-               f"{FASHION_ROOT}), or pass --data-root DIR holding "
-               "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
+               f"{FASHION_ROOT}), or name a DIR holding "
+               "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] with " + ROOT_HOW)
 FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
                    "Sneaker", "Bag", "Ankle boot")
 

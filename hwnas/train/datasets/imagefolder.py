@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 
 from hwnas.common.errors import ConfigError, Problem
-from hwnas.train.datasets.base import RawData, register_dataset, require_path
+from hwnas.train.datasets.base import ROOT_HOW, RawData, register_dataset, require_path
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
 _WHERE = "data set imagefolder"
-FOLDER_HOW = ("pass --data-root DIR with DIR/train/<class>/*.png and DIR/test/<class>/*.png "
-              "(or DIR/val/...)")
+FOLDER_HOW = ("lay the images out as DIR/train/<class>/*.png and DIR/test/<class>/*.png (or "
+              f"DIR/val/...) and name DIR with {ROOT_HOW}")
 
 
 def _class_dirs(split_dir: Path) -> list[Path]:
@@ -24,17 +24,25 @@ def _read_split(split_dir: Path, classes: list[str], img_size: int,
                 mode: str) -> tuple[np.ndarray, np.ndarray]:
     from PIL import Image
 
-    images, labels = [], []
+    images, labels, bad = [], [], []
     for label, cls in enumerate(classes):
         folder = split_dir / cls
         files = sorted(f for f in folder.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES) \
             if folder.is_dir() else []
         for f in files:
-            with Image.open(f) as im:
-                # A fixed square resize: every image gets the same shape, as a tensor batch needs.
-                im = im.convert(mode).resize((img_size, img_size), Image.Resampling.BILINEAR)
-                images.append(np.asarray(im, dtype=np.uint8))
+            try:
+                with Image.open(f) as im:
+                    # A fixed square resize: every image the same shape, as a tensor batch needs.
+                    im = im.convert(mode).resize((img_size, img_size), Image.Resampling.BILINEAR)
+                    images.append(np.asarray(im, dtype=np.uint8))
+            except (OSError, ValueError, Image.DecompressionBombError) as err:
+                bad.append(Problem(_WHERE, "every file with an image suffix must be an image PIL "
+                                   "can read", f"{f} ({type(err).__name__})",
+                                   "replace or remove the file"))
+                continue
             labels.append(label)
+    if bad:
+        raise ConfigError(bad)
     if not images:
         raise ConfigError.one("data set imagefolder", "needs at least one image per split",
                               str(split_dir), FOLDER_HOW)
