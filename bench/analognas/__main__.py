@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 from bench import RESULTS
+from bench._results import markdown
 from bench.analognas.table import COLUMNS, load, split
 from bench.fidelity.measures import bootstrap, residual_tau, tau
 from hwnas.common.provenance import provenance
@@ -93,11 +94,20 @@ def scores(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
+def _gain(s: np.ndarray, size: np.ndarray, t: np.ndarray) -> float:
+    """Kendall tau of ``s`` minus that of the parameter count, against ``t``."""
+    return tau(s, t) - tau(size, t)
+
+
 def table(frame: pd.DataFrame) -> pd.DataFrame:
     params = frame["params"].to_numpy(float)
-    rows = []
-    for name, s in scores(frame).items():
+    rows, every = [], scores(frame)
+    for name, s in every.items():
         row: dict[str, object] = {"proxy": name}
+        t30 = frame["hwa_30d"].to_numpy(float)
+        lo, hi = bootstrap(_gain, [s, every["params"], t30], n=500)
+        row["tau - params, hwa_30d (paired)"] = (
+            f"{_gain(s, every['params'], t30):+.2f} [{lo:+.2f}, {hi:+.2f}]")
         for col in COLUMNS:
             t = frame[col].to_numpy(float)
             lo, hi = bootstrap(tau, [s, t], n=500)
@@ -119,8 +129,8 @@ def report(half: str, write: bool) -> None:
 
 def _write(half: str, frame: pd.DataFrame, tab: pd.DataFrame) -> None:
     prov = provenance("cpu")
-    cols = ["proxy", *[c for c in tab.columns if c.endswith("hwa_30d")],
-            *[c for c in tab.columns if not c.endswith("hwa_30d") and c != "proxy"]]
+    cols = ["proxy", *[c for c in tab.columns if "hwa_30d" in c],
+            *[c for c in tab.columns if "hwa_30d" not in c and c != "proxy"]]
     secs = frame["seconds"].to_numpy(float)
     text = f"""## Zero-cost proxies against AnalogNAS-Bench's analog truth
 
@@ -141,7 +151,7 @@ column, and residual tau after log(params) is regressed out of both; 95% bootstr
 over cells (500 resamples). Proxy seconds per cell: median {np.median(secs):.2f}, 90th
 percentile {np.percentile(secs, 90):.2f}.
 
-{tab[cols].to_markdown(index=False)}
+{markdown(tab[cols].to_dict("records"))}
 """
     (RESULTS / "analognas_proxies.md").write_text(text)
     print(f"wrote {RESULTS / 'analognas_proxies.md'}")

@@ -154,7 +154,8 @@ def analog_snr(model: nn.Module, images: torch.Tensor, draws: int = 2, seed: int
 PROXIES: dict[str, str] = {"synflow": "log SynFlow at initialisation",
                            "naswot": "NASWOT log-determinant at initialisation"}
 
-PRIORS: dict[str, str] = {**PROXIES, "params": "log parameter count"}
+PRIORS: dict[str, str] = {**PROXIES, "params": "log parameter count",
+                          "meco": "MeCo at initialisation (one training image)"}
 """The free scores a successive-halving rung 0 can rank by (``schedule.prior``): higher is
 better for each."""
 
@@ -177,5 +178,7 @@ def prior_score(name: str, model: nn.Module, images: torch.Tensor) -> float:
         return naswot(model, images)
     if name == "params":
         return math.log(sum(p.numel() for p in model.parameters()))
+    if name == "meco":  # judged on AnalogNAS-Bench: ranks 30-day HWA accuracy above params
+        return meco(model, images)
     raise ConfigError.one("schedule.prior", f"must be one of {sorted(PRIORS)}", name,
                           "pick one of those")

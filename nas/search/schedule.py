@@ -20,7 +20,7 @@ and its top ``floor(n / eta)`` are promoted, each as a queued trial (``study.enq
 with the same parameters and the user attributes ``rung``, ``bracket``, ``parent`` and
 ``promotion`` = ``"<arch>@<rung>"``.
 
-**A free rung 0** (``schedule.prior``: synflow, naswot or params; ``nas.search.prior_rung``):
+**A free rung 0** (``schedule.prior``: synflow, naswot, meco or params; ``nas.search.prior_rung``):
 every new candidate is first scored without training, its trained objectives replaced by the
 prior and its costs measured, and the best ``prior_share`` (default 1/eta) of rung 0 go up to the
 first trained rung by the same rule. Its trials carry ``prior``; they never enter the front and

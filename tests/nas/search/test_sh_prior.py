@@ -19,6 +19,7 @@ from study_files import live_raw, tabular_raw
 from test_schedule import _brute_order
 
 from hwnas.common.errors import ConfigError
+from nas.scoring.zero_cost import PRIORS
 from nas.study.config import StudyConfig, validate_study
 
 PRIOR = {"type": "sh", "prior": "synflow", "eta": 3, "min_budget": 100, "max_budget": 100,
@@ -211,7 +212,7 @@ def test_rung_zero_is_deterministic_under_a_seed() -> None:
             == [t.user_attrs["parent"] for t in b.get_trials(states=(TrialState.WAITING,))])
 
 
-@pytest.mark.parametrize("prior", ["synflow", "naswot", "params"])
+@pytest.mark.parametrize("prior", sorted(PRIORS))
 def test_each_prior_is_a_finite_deterministic_score(prior: str) -> None:
     from nas.search.prior_rung import PriorRung
 
