@@ -25,6 +25,7 @@ from analog.adabs import training_images
 from analog.coverage import mappable_layers
 from analog.drift import DriftResult, accuracy, evaluate
 from analog.precision import sampling_se
+from hwnas.common.errors import ConfigError
 
 Z95 = 1.96
 
@@ -56,6 +57,11 @@ class ReportConfig:
     calib_size: int = defaults.CALIB_IMAGES
     batch_size: int = 500
     device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if len(set(self.hw)) != len(self.hw) or not self.hw:
+            raise ConfigError.one("hw", "must list one or more distinct hardware models",
+                                  list(self.hw), "name each device once, e.g. pcm_static,pcm")
 
 
 @dataclass

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from analog.report_run import ReportConfig, run_report
+from hwnas.common.errors import ConfigError
 
 QUIET = {"log": lambda line: None}
 
@@ -33,13 +34,23 @@ def test_report_agrees_with_aihwkit_own_path(trained_cnn, digits, repeat_accs, g
 
 
 def test_paired_seeds_and_recommendation(trained_cnn, digits):
-    """One device listed twice differs by exactly 0 at every time (common random numbers); a
+    """Every device's repeat r is drawn on the same seeds (common random numbers): each curve
+    equals analog.evaluate with the report's seed, and the paired differences are theirs; a
     generous budget keeps every layer analog, a budget no model meets grows the
     verified set until the tries or the layers run out."""
-    cfg = ReportConfig(hw=("pcm", "pcm"), times=("1s", "1d"), repeats=2, images=200, adabs=0,
-                       sensitivity_images=200, budget=100.0)
+    from analog import evaluate
+
+    cfg = ReportConfig(hw=("pcm", "reram_cmo"), times=("1s", "1d"), repeats=2, images=200,
+                       adabs=0, sensitivity_images=200, budget=100.0)
     res = run_report(trained_cnn, digits, cfg, **QUIET)
-    assert all(d["mean"] == 0.0 for d in res.paired["pcm"])
+    x, y = digits.x_test[:200], digits.y_test[:200]
+    own = {hw: evaluate(trained_cnn, x, y, hw, times=cfg.times, repeats=2, seed=cfg.seed).accs
+           for hw in cfg.hw}
+    assert all(res.curves[hw]["no_adabs"].accs == own[hw] for hw in cfg.hw)
+    assert [d["mean"] for d in res.paired["reram_cmo"]] == pytest.approx(
+        [np.mean(np.subtract(b, a)) for a, b in zip(own["pcm"], own["reram_cmo"], strict=True)])
+    with pytest.raises(ConfigError, match="distinct"):
+        ReportConfig(hw=("pcm", "pcm"))
     assert res.recommendation.digital == [] and res.recommendation.meets_budget
     assert {s.layer for s in res.sensitivity} == {"0", "3", "8"}
     strict = run_report(trained_cnn, digits, ReportConfig(
