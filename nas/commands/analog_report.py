@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any
 
 from hwnas.common.errors import ConfigError, Problem
@@ -66,6 +67,10 @@ def _config(args: argparse.Namespace):  # noqa: ANN202
         if getattr(args, name) < 1:
             problems.append(Problem(f"--{name.replace('_', '-')}", "must be >= 1",
                                     getattr(args, name), "pass e.g. 2"))
+    if not Path(args.weights).is_file():
+        problems.append(Problem("--weights", "must be an existing local file (nothing downloads)",
+                                args.weights, "pass the .pt/.pth/.safetensors file your "
+                                "training wrote (a state_dict, a checkpoint or an hwnas model.pt)"))
     if problems:
         raise ConfigError(problems)
     return ReportConfig(

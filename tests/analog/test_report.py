@@ -97,3 +97,14 @@ def test_export_round_trip(trained_cnn, digits, tmp_path):
     assert man["seed"] == 3 and man["g_max_uS"] == pytest.approx(25.0)
     assert not np.allclose(pcm["8/tile0/programmed"], pcm["8/tile0/target"])
     assert np.abs(pcm["8/tile0/target"]).max() <= 1 + 1e-6
+
+
+def test_cli_reports_every_bad_argument_at_once(tmp_path, capsys):
+    from nas.cli import main
+
+    code = main(["analog", "report", "--model", "timm:resnet18", "--weights",
+                 str(tmp_path / "missing.pt"), "--hw", "pcm,nope", "--repeats", "0",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--weights" in err and "nope" in err and "--repeats" in err
+    assert not (tmp_path / "out").exists()
