@@ -26,14 +26,26 @@ def verdict(rep: dict[str, Any]) -> str:
     loss = 100 * (dig["mean"] - at["acc_mean"])
     head = (f"{hw} at {at['label']}: {_pct(at['acc_mean'])} +- {_pct(at['acc_se'])} % "
             f"(SE) vs {_pct(dig['mean'])} % digital, a loss of {loss:.1f} pt")
-    rec = rep["recommendation"]
+    return head + _advice(rep["recommendation"], cfg["budget"]) + _fit(rep.get("energy", {}))
+
+
+def _advice(rec: dict[str, Any] | None, budget: float) -> str:
     if rec is None:
-        return head + f" (budget {cfg['budget']} pt; sensitivity not measured)."
+        return f" (budget {budget} pt; sensitivity not measured)."
     if not rec["digital"]:
-        return head + f": within the {cfg['budget']} pt budget with every mappable layer analog."
+        return f": within the {budget} pt budget with every mappable layer analog."
     status = "meets" if rec["meets_budget"] else "still misses"
-    return (head + f". Keep {', '.join(rec['digital'])} digital: measured loss "
-            f"{rec['verified_loss']:.1f} pt, which {status} the {cfg['budget']} pt budget.")
+    return (f". Keep {', '.join(rec['digital'])} digital: measured loss "
+            f"{rec['verified_loss']:.1f} pt, which {status} the {budget} pt budget.")
+
+
+def _fit(energy: dict[str, Any]) -> str:
+    cost = list(energy.values())[-1] if energy else None
+    if not cost:
+        return ""
+    return (f" Mapped: {cost['cores_used']} cores, {cost['chips_needed']} chip(s) "
+            f"({'fits' if cost['fits_on_chip'] else 'does not fit'} one), "
+            f"{cost['energy_uj']:.3g} uJ/image (estimate).")
 
 
 def _drift_png(rep: dict[str, Any], path: Path) -> None:
