@@ -17,8 +17,9 @@ def _reason(module: nn.Module, name: str, kept: set[str]) -> str:
     groups = getattr(module, "groups", 1)
     if groups != 1:
         return f"grouped/depthwise conv (groups={groups}): aihwkit maps only groups=1"
-    return (f"{type(module).__name__} is not exactly nn.Linear/nn.Conv (aihwkit converts exact "
-            "classes)")
+    cls = type(module)
+    return (f"{cls.__module__}.{cls.__qualname__} is a subclass, not exactly nn.Linear/nn.Conv "
+            "(aihwkit converts exact classes)")
 
 
 def coverage_table(model: nn.Module, example: Tensor,

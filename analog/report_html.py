@@ -20,7 +20,8 @@ def verdict(rep: dict[str, Any]) -> str:
     if rep["warnings"]:
         return "Do not trust these numbers: " + rep["warnings"][0]
     cfg, dig = rep["config"], rep["digital_acc"]
-    hw, key = cfg["hw"][0], "adabs" if cfg["adabs"] else "no_adabs"
+    hw = cfg["hw"][0]
+    key = "adabs" if "adabs" in rep["curves"][hw] else "no_adabs"
     points = rep["curves"][hw][key]["points"]
     at = next((p for p in points if p["label"] == cfg["sensitivity_time"]), points[-1])
     loss = 100 * (dig["mean"] - at["acc_mean"])

@@ -148,7 +148,8 @@ class _Scorer:
     def at(self, digital: list[str] | tuple[str, ...]) -> Estimate:
         c = self.cfg
         result = self.run(c.hw[0], (c.sensitivity_time,), images=c.sensitivity_images,
-                          repeats=c.sensitivity_repeats, adabs=c.adabs, digital=digital)
+                          repeats=c.sensitivity_repeats,
+                          adabs=c.adabs if _has_bn(self.model) else 0, digital=digital)
         return Estimate.of(result.points[0])
 
 
@@ -169,12 +170,17 @@ def paired_differences(base: DriftResult, other: DriftResult) -> list[dict[str, 
     return out
 
 
+def _has_bn(model: nn.Module) -> bool:
+    """AdaBS re-estimates batch norms: without one the AdaBS curve would repeat the other."""
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+
 def _curves(s: _Scorer) -> dict[str, dict[str, DriftResult]]:
     c, out = s.cfg, {}
     for hw in c.hw:
         out[hw] = {}
         for key, n in (("adabs", c.adabs), ("no_adabs", 0)):
-            if key == "adabs" and not n:
+            if key == "adabs" and not (n and _has_bn(s.model)):
                 continue
             start = time.perf_counter()
             out[hw][key] = s.run(hw, c.times, images=c.images, repeats=c.repeats, adabs=n)
@@ -245,7 +251,7 @@ def run_report(model: nn.Module, data: Any, cfg: ReportConfig, *,
     for line in warn:
         log(f"WARNING: {line}")
     curves = _curves(s)
-    key = "adabs" if cfg.adabs else "no_adabs"
+    key = "adabs" if "adabs" in curves[cfg.hw[0]] else "no_adabs"
     paired = {hw: paired_differences(curves[cfg.hw[0]][key], curves[hw][key])
               for hw in cfg.hw[1:]}
     secs["curves"] = time.perf_counter() - start

@@ -141,7 +141,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     rep["seconds"]["total"] = time.perf_counter() - start
     rep["provenance"] = provenance(args.device, seeds={"seed": args.seed},
                                    command="hwnas analog report")
-    title = (f"{info['model']} on {data.name} ({len(data.y_test)} test images available), "
+    title = (f"{info['model']} on {data.name} ({min(cfg.images, len(data.y_test))} of "
+             f"{len(data.y_test)} test images scored), "
              f"{torch.get_num_threads()} threads, {args.device}")
     paths = write_report(rep, args.out, title=title)
     print(f"verdict: {verdict(rep)}")

@@ -78,6 +78,10 @@ def test_chance_warning_and_files(make_cnn, digits, tmp_path):
     assert [r["layer"] for r in unsupported] == ["3"] and "groups=16" in unsupported[0]["reason"]
     assert sum(v["weight_share"] for v in rep["coverage"]["shares"].values()) == pytest.approx(1)
     paths = write_report(rep, tmp_path, title="t")
+    no_bn = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+    one = run_report(no_bn, digits, ReportConfig(hw=("pcm",), times=("1s",), repeats=1,
+                                                 images=50, adabs=8, sensitivity=False), **QUIET)
+    assert list(one.curves["pcm"]) == ["no_adabs"]  # no batch norm: AdaBS would change nothing
     assert json.loads(paths["json"].read_text())["verdict"].startswith("Do not trust")
     assert "chance" in paths["html"].read_text()
 
