@@ -10,15 +10,17 @@ from typing import Any
 
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.outdir import fallback_dir, writable_dir
+from nas.commands.analog_report import add_report
 from nas.commands.data import add_data_args, data_kwargs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    group = sub.add_parser("analog", help="hardware accuracy models (list)")
+    group = sub.add_parser("analog", help="hardware accuracy models (list, report)")
     group_sub = group.add_subparsers(dest="analog_command", required=True, metavar="SUBCOMMAND")
     lst = group_sub.add_parser("list", help="list hardware models")
     lst.add_argument("pattern", nargs="?", default="*", help="shell pattern, e.g. 'pcm*'")
     lst.set_defaults(func=cmd_list)
+    add_report(group_sub)
     _add_eval(sub)
 
 

@@ -1,0 +1,267 @@
+"""The analog report's measurements: drift curves on several devices with paired programmings,
+per-layer sensitivity and the digital layers that meet an accuracy-loss budget.
+
+One meaning of SE everywhere: ``se`` is the standard error of a mean accuracy, from the spread
+over programmings and from scoring on a finite image set (``analog.precision.standard_error``);
+the 95% band is ``mean +- 1.96 se``. ``std`` is the spread over programmings itself (how much
+one programmed chip varies), drawn separately. Paired differences between devices use common
+random numbers: repeat ``r`` draws from the same seeded streams on every device
+(``analog.evaluate``'s ``seed``), so their SE is that of the per-repeat differences.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from torch import nn
+
+from analog import defaults
+from analog.adabs import training_images
+from analog.coverage import mappable_layers
+from analog.drift import DriftResult, accuracy, evaluate
+from analog.precision import sampling_se
+from hwnas.common.errors import ConfigError
+
+Z95 = 1.96
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportConfig:
+    """What one report measures; saved with it."""
+
+    hw: tuple[str, ...] = (defaults.HW,)
+    """Analog hardware models compared (``hwnas analog list``), on the same programming seeds."""
+    times: tuple[str, ...] = ("1s", "1h", "1d", "30d", "1y")
+    repeats: int = 3
+    """Programmings per device and drift time (the SE shows what they buy)."""
+    images: int = 500
+    """Test images per pass of the drift curves."""
+    seed: int = 0
+    adabs: int = defaults.ADABS_IMAGES
+    """AdaBS training images (0: off); the curves are drawn with and without it."""
+    sensitivity_time: str = "1d"
+    sensitivity_images: int = 300
+    sensitivity_repeats: int = 2
+    sensitivity: bool = True
+    """Per-layer sensitivity and the recommended digital layers (2 evaluations per layer)."""
+    budget: float = 1.0
+    """Accuracy loss (points, vs. digital) allowed at ``sensitivity_time``."""
+    max_verify: int = 4
+    """Evaluations that verify (and grow) the recommended digital set."""
+    fast: bool = defaults.FAST
+    calib_size: int = defaults.CALIB_IMAGES
+    batch_size: int = 500
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if len(set(self.hw)) != len(self.hw) or not self.hw:
+            raise ConfigError.one("hw", "must list one or more distinct hardware models",
+                                  list(self.hw), "name each device once, e.g. pcm_static,pcm")
+
+
+@dataclass
+class Estimate:
+    mean: float
+    se: float
+    std: float
+    repeats: int
+
+    @classmethod
+    def of(cls, point: Any) -> Estimate:
+        return cls(point.acc_mean, point.acc_se, point.acc_std, len(point.accs))
+
+
+@dataclass
+class LayerSensitivity:
+    layer: str
+    weights: int
+    loss_only_analog: Estimate
+    """Digital accuracy minus the accuracy with only this layer analog (points x 0.01)."""
+    gain_only_digital: Estimate
+    """Accuracy with only this layer digital minus the all-analog accuracy."""
+
+
+@dataclass
+class Recommendation:
+    digital: list[str]
+    predicted_loss: float
+    verified: Estimate | None
+    verified_loss: float | None
+    meets_budget: bool
+    tries: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ReportResult:
+    config: ReportConfig
+    digital_acc: Estimate
+    num_classes: int
+    curves: dict[str, dict[str, Any]]
+    """``{hw: {"adabs": DriftResult, "no_adabs": DriftResult}}``."""
+    paired: dict[str, list[dict[str, float]]]
+    sensitivity: list[LayerSensitivity]
+    all_analog: Estimate | None
+    recommendation: Recommendation | None
+    warnings: list[str]
+    seconds: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        curves = {hw: {k: v.as_dict() | {"scoring": defaults.scoring_record(v)}
+                       for k, v in c.items()} for hw, c in self.curves.items()}
+        return {"config": asdict(self.config), "digital_acc": asdict(self.digital_acc),
+                "num_classes": self.num_classes, "curves": curves, "paired": self.paired,
+                "sensitivity": [asdict(s) for s in self.sensitivity],
+                "all_analog": None if self.all_analog is None else asdict(self.all_analog),
+                "recommendation": None if self.recommendation is None
+                else asdict(self.recommendation),
+                "warnings": self.warnings, "seconds": self.seconds,
+                "se_meaning": __doc__.split("\n\n")[1].replace("\n", " ")}
+
+
+def _diff(a: Estimate, b: Estimate) -> Estimate:
+    """a - b for independent estimates."""
+    return Estimate(a.mean - b.mean, math.hypot(a.se, b.se), math.hypot(a.std, b.std),
+                    min(a.repeats, b.repeats))
+
+
+@dataclass
+class _Scorer:
+    model: nn.Module
+    data: Any
+    cfg: ReportConfig
+    log: Callable[[str], None]
+
+    def run(self, hw: str, times: tuple[str, ...], *, images: int, repeats: int,
+            adabs: int, digital: list[str] | tuple[str, ...] = ()) -> DriftResult:
+        d, c = self.data, self.cfg
+        return evaluate(self.model, d.x_test[:images], d.y_test[:images], hw, times=times,
+                        repeats=repeats, seed=c.seed, fast=c.fast,
+                        calib=d.x_train[:c.calib_size], batch_size=c.batch_size,
+                        device=c.device, digital=list(digital), adabs=adabs,
+                        adabs_images=training_images(d.x_train, adabs, c.seed))
+
+    def at(self, digital: list[str] | tuple[str, ...]) -> Estimate:
+        c = self.cfg
+        result = self.run(c.hw[0], (c.sensitivity_time,), images=c.sensitivity_images,
+                          repeats=c.sensitivity_repeats,
+                          adabs=c.adabs if _has_bn(self.model) else 0, digital=digital)
+        return Estimate.of(result.points[0])
+
+
+def _digital(model: nn.Module, data: Any, cfg: ReportConfig, images: int) -> Estimate:
+    acc = accuracy(model.eval().to(cfg.device), data.x_test[:images], data.y_test[:images],
+                   batch_size=cfg.batch_size, device=cfg.device)
+    return Estimate(acc, sampling_se(acc, images), 0.0, 1)
+
+
+def paired_differences(base: DriftResult, other: DriftResult) -> list[dict[str, float]]:
+    """Per drift time, ``other - base`` over repeats drawn on the same seeds (mean, se, n)."""
+    out = []
+    for p, q in zip(base.points, other.points, strict=True):
+        diffs = [b - a for a, b in zip(p.accs, q.accs, strict=False)]
+        se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else math.nan
+        out.append({"t": p.label, "t_s": p.t, "mean": statistics.fmean(diffs), "se": se,
+                    "repeats": len(diffs)})
+    return out
+
+
+def _has_bn(model: nn.Module) -> bool:
+    """AdaBS re-estimates batch norms: without one the AdaBS curve would repeat the other."""
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+
+def _curves(s: _Scorer) -> dict[str, dict[str, DriftResult]]:
+    c, out = s.cfg, {}
+    for hw in c.hw:
+        out[hw] = {}
+        for key, n in (("adabs", c.adabs), ("no_adabs", 0)):
+            if key == "adabs" and not (n and _has_bn(s.model)):
+                continue
+            start = time.perf_counter()
+            out[hw][key] = s.run(hw, c.times, images=c.images, repeats=c.repeats, adabs=n)
+            s.log(f"{hw} {'AdaBS ' + str(n) if n else 'AdaBS off'}: " + "  ".join(
+                f"{p.label} {100 * p.acc_mean:.1f}+-{100 * p.acc_se:.1f}"
+                for p in out[hw][key].points) + f" [{time.perf_counter() - start:.0f} s]")
+    return out
+
+
+def _sensitivity(s: _Scorer, layers: list[str], all_analog: Estimate,
+                 digital: Estimate) -> list[LayerSensitivity]:
+    modules, out = dict(s.model.named_modules()), []
+    for i, name in enumerate(layers):
+        only_analog = s.at([n for n in layers if n != name])
+        only_digital = s.at([name])
+        out.append(LayerSensitivity(name, modules[name].weight.numel(),
+                                    _diff(digital, only_analog), _diff(only_digital, all_analog)))
+        s.log(f"layer {i + 1}/{len(layers)} {name}: loss alone "
+              f"{100 * out[-1].loss_only_analog.mean:.1f} pt, gain kept digital "
+              f"{100 * out[-1].gain_only_digital.mean:.1f} pt")
+    return sorted(out, key=lambda x: -x.gain_only_digital.mean)
+
+
+def recommend(s: _Scorer, ranked: list[LayerSensitivity], all_analog: Estimate,
+              digital: Estimate) -> Recommendation:
+    """Greedy on the gains (largest first, assumed additive) until the predicted loss meets the
+    budget; then evaluated, and grown one layer per try while the measured loss misses it."""
+    budget = s.cfg.budget / 100
+    loss = digital.mean - all_analog.mean
+    chosen: list[str] = []
+    for layer in ranked:
+        if loss <= budget or layer.gain_only_digital.mean <= 0:
+            break
+        chosen.append(layer.layer)
+        loss -= layer.gain_only_digital.mean
+    rest = [r.layer for r in ranked if r.layer not in chosen]
+    rec = Recommendation(list(chosen), loss * 100, None, None, False)
+    for _ in range(s.cfg.max_verify):
+        measured = s.at(rec.digital) if rec.digital else all_analog
+        rec.verified, rec.verified_loss = measured, (digital.mean - measured.mean) * 100
+        rec.tries.append({"digital": list(rec.digital), "loss": rec.verified_loss,
+                          "se": 100 * math.hypot(measured.se, digital.se)})
+        rec.meets_budget = rec.verified_loss <= s.cfg.budget
+        if rec.meets_budget or not rest:
+            break
+        rec.digital.append(rest.pop(0))
+    return rec
+
+
+def _warnings(digital: Estimate, num_classes: int) -> list[str]:
+    chance = 1 / max(num_classes, 1)
+    if digital.mean < chance + 3 * max(digital.se, 0.01) or digital.mean < 1.5 * chance:
+        return [f"the digital reference scores {100 * digital.mean:.1f}% on {num_classes} "
+                f"classes (chance {100 * chance:.1f}%): the weights are untrained or do not "
+                "belong to this model or data set; analog losses measured from it mean nothing"]
+    return []
+
+
+def run_report(model: nn.Module, data: Any, cfg: ReportConfig, *,
+               log: Callable[[str], None] = print) -> ReportResult:
+    """Everything the report shows, measured on ``model`` (digital, eval mode) and ``data``
+    (``hwnas.train.data.DataSplits``: test images scored, training images for AdaBS and
+    calibration)."""
+    s, secs = _Scorer(model.eval(), data, cfg, log), {}
+    start = time.perf_counter()
+    digital = _digital(model, data, cfg, cfg.images)
+    warn = _warnings(digital, data.num_classes)
+    for line in warn:
+        log(f"WARNING: {line}")
+    curves = _curves(s)
+    key = "adabs" if "adabs" in curves[cfg.hw[0]] else "no_adabs"
+    paired = {hw: paired_differences(curves[cfg.hw[0]][key], curves[hw][key])
+              for hw in cfg.hw[1:]}
+    secs["curves"] = time.perf_counter() - start
+    sens, rec, all_analog = [], None, None
+    if cfg.sensitivity:
+        start = time.perf_counter()
+        digital_s = _digital(model, data, cfg, cfg.sensitivity_images)
+        all_analog = s.at([])
+        sens = _sensitivity(s, mappable_layers(model), all_analog, digital_s)
+        rec = recommend(s, sens, all_analog, digital_s)
+        secs["sensitivity"] = time.perf_counter() - start
+    return ReportResult(cfg, digital, data.num_classes, curves, paired, sens, all_analog, rec,
+                        warn, secs)

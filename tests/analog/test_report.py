@@ -1,0 +1,114 @@
+"""The analog report: agreement with aihwkit's own drift path, paired seeds, the recommendation,
+the chance warning, the files and the conductance export."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from analog.report_run import ReportConfig, run_report
+from hwnas.common.errors import ConfigError
+
+QUIET = {"log": lambda line: None}
+
+
+def test_report_agrees_with_aihwkit_own_path(trained_cnn, digits, repeat_accs, gaps):
+    """Same model and weights: aihwkit's convert_to_analog, program_analog_weights and
+    drift_analog_weights give accuracies the report's curve matches at every drift time."""
+    from aihwkit.nn.conversion import convert_to_analog
+
+    from analog import get_hw
+
+    times = ("1s", "1d", "1y")
+    cfg = ReportConfig(hw=("pcm",), times=times, repeats=6, images=len(digits.y_test),
+                       adabs=0, sensitivity=False)
+    curve = run_report(trained_cnn, digits, cfg, **QUIET).curves["pcm"]["no_adabs"]
+    analog = convert_to_analog(trained_cnn, get_hw("pcm").rpu_config()).eval()
+    ref = repeat_accs(analog, digits.x_test, digits.y_test, 1, 6, [p.t for p in curve.points])
+    welch_gap, _ = gaps
+    for point, theirs in zip(curve.points, ref, strict=True):
+        assert abs(point.acc_mean - np.mean(theirs)) <= welch_gap(point.accs, theirs), point.label
+
+
+def test_paired_seeds_and_recommendation(trained_cnn, digits):
+    """Every device's repeat r is drawn on the same seeds (common random numbers): each curve
+    equals analog.evaluate with the report's seed, and the paired differences are theirs; a
+    generous budget keeps every layer analog, a budget no model meets grows the
+    verified set until the tries or the layers run out."""
+    from analog import evaluate
+
+    cfg = ReportConfig(hw=("pcm", "reram_cmo"), times=("1s", "1d"), repeats=2, images=200,
+                       adabs=0, sensitivity_images=200, budget=100.0)
+    res = run_report(trained_cnn, digits, cfg, **QUIET)
+    x, y = digits.x_test[:200], digits.y_test[:200]
+    own = {hw: evaluate(trained_cnn, x, y, hw, times=cfg.times, repeats=2, seed=cfg.seed).accs
+           for hw in cfg.hw}
+    assert all(res.curves[hw]["no_adabs"].accs == own[hw] for hw in cfg.hw)
+    assert [d["mean"] for d in res.paired["reram_cmo"]] == pytest.approx(
+        [np.mean(np.subtract(b, a)) for a, b in zip(own["pcm"], own["reram_cmo"], strict=True)])
+    with pytest.raises(ConfigError, match="distinct"):
+        ReportConfig(hw=("pcm", "pcm"))
+    assert res.recommendation.digital == [] and res.recommendation.meets_budget
+    assert {s.layer for s in res.sensitivity} == {"0", "3", "8"}
+    strict = run_report(trained_cnn, digits, ReportConfig(
+        hw=("pcm",), times=("1d",), repeats=2, images=200, adabs=0, sensitivity_images=200,
+        budget=-100.0, max_verify=2), **QUIET)
+    rec = strict.recommendation
+    assert not rec.meets_budget and 1 <= len(rec.tries) <= 2
+    assert rec.tries[-1]["digital"] == rec.digital and rec.verified_loss == rec.tries[-1]["loss"]
+    if len(rec.digital) == 3:  # every layer digital: the digital model, on the same images
+        assert rec.verified_loss == pytest.approx(0.0, abs=1e-9)
+
+
+def test_chance_warning_and_files(make_cnn, digits, tmp_path):
+    from analog.report_coverage import coverage_table
+    from analog.report_html import write_report
+
+    torch.manual_seed(0)
+    model = make_cnn(depthwise=True).eval()
+    cfg = ReportConfig(hw=("pcm",), times=("1s",), repeats=1, images=100, adabs=0,
+                       sensitivity=False)
+    res = run_report(model, digits, cfg, **QUIET)
+    assert res.warnings and "chance" in res.warnings[0]
+    rep = res.as_dict() | {"coverage": coverage_table(model, digits.x_test[:1])}
+    unsupported = [r for r in rep["coverage"]["layers"] if r["status"] == "unsupported"]
+    assert [r["layer"] for r in unsupported] == ["3"] and "groups=16" in unsupported[0]["reason"]
+    assert sum(v["weight_share"] for v in rep["coverage"]["shares"].values()) == pytest.approx(1)
+    paths = write_report(rep, tmp_path, title="t")
+    no_bn = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+    one = run_report(no_bn, digits, ReportConfig(hw=("pcm",), times=("1s",), repeats=1,
+                                                 images=50, adabs=8, sensitivity=False), **QUIET)
+    assert list(one.curves["pcm"]) == ["no_adabs"]  # no batch norm: AdaBS would change nothing
+    assert json.loads(paths["json"].read_text())["verdict"].startswith("Do not trust")
+    assert "chance" in paths["html"].read_text()
+
+
+def test_export_round_trip(trained_cnn, digits, tmp_path):
+    """On noise-free tiles the exported effective weights are the layer's own weights; on pcm the
+    programmed conductances differ from the targets and stay within the device's range."""
+    from analog.report_export import export_conductances
+
+    ideal = export_conductances(trained_cnn, "pcm_ideal", ["1s"], tmp_path)
+    arrays = np.load(tmp_path / "conductances_pcm_ideal.npz")
+    w = trained_cnn[-1].weight.detach().numpy()
+    assert np.allclose(arrays["8/tile0/effective@1s"], w, atol=1e-6)
+    assert ideal["times"] == ["1s"] and "8/tile0/programmed" in ideal["arrays"]
+    man = export_conductances(trained_cnn, "pcm", ["1s", "1d"], tmp_path, seed=3)
+    pcm = np.load(tmp_path / "conductances_pcm.npz")
+    assert man["seed"] == 3 and man["g_max_uS"] == pytest.approx(25.0)
+    assert not np.allclose(pcm["8/tile0/programmed"], pcm["8/tile0/target"])
+    assert np.abs(pcm["8/tile0/target"]).max() <= 1 + 1e-6
+
+
+def test_cli_reports_every_bad_argument_at_once(tmp_path, capsys):
+    from nas.cli import main
+
+    code = main(["analog", "report", "--model", "timm:resnet18", "--weights",
+                 str(tmp_path / "missing.pt"), "--hw", "pcm,nope", "--repeats", "0",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--weights" in err and "nope" in err and "--repeats" in err
+    assert not (tmp_path / "out").exists()
