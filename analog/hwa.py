@@ -49,6 +49,11 @@ class HwaOptions:
     fewer outliers put more of the conductance range to use."""
     io: bool = True
     """Train through the hardware's DAC/ADC quantization and output noise."""
+    engine: str = "auto"
+    """``torch`` (``analog.hwa_torch``: the inference tiles' forward in torch, CPU or CUDA),
+    ``aihwkit`` (its C++ tiles, CPU), ``lightning`` (aihwkit-lightning: no read noise or IR
+    drop), or ``auto``: torch where it covers the model and periphery, else aihwkit for models
+    with read noise or IR drop and lightning for the rest."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -58,8 +63,14 @@ class HwaOptions:
         if self.clip_sigma is not None and not self.clip_sigma > 0:
             problems.append(Problem("HwaOptions.clip_sigma", "must be > 0 or None",
                                     self.clip_sigma, "use e.g. 3.0, or None to switch it off"))
+        if self.engine not in ENGINES:
+            problems.append(Problem("HwaOptions.engine", f"must be one of {sorted(ENGINES)}",
+                                    self.engine, "use 'auto' unless comparing engines"))
         if problems:
             raise ConfigError(problems)
+
+
+ENGINES = frozenset({"auto", "torch", "aihwkit", "lightning"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +114,16 @@ class HwaTarget:
 
     @property
     def engine(self) -> str:
-        """``aihwkit`` (its tiles: read noise and IR drop) or ``lightning`` (faster)."""
+        """``torch`` (the fast path's tiles, for peripheries with one input scale for every
+        vector: ``pcm_static``, ``pcm_hwa``), ``aihwkit`` (its tiles: read noise and IR drop)
+        or ``lightning``; ``HwaOptions.engine`` picks one by name. ``hwa_fit`` falls back from
+        ``auto``'s torch to aihwkit for a model the torch engine does not cover."""
+        if self.hwa.engine != "auto":
+            return self.hwa.engine
+        from analog.periphery import IOModel
+
+        if self.hw.kind == "analog" and IOModel.of(self.scored_rpu().forward).static_scale:
+            return "torch"
         return "aihwkit" if self.per_mvm_noise else "lightning"
 
 
@@ -280,8 +300,52 @@ def _fit_tiles(model, data, target: HwaTarget, cfg, loss_fn=None):
     return result
 
 
+def _fit_torch(model, data, target: HwaTarget, cfg, loss_fn=None):
+    """Train on the torch engine (``analog.hwa_torch``) in fp32, TF32 off."""
+    from analog.hwa_torch import TorchHwaModel, fp32_precision
+    from hwnas.train.loop import FitConfig, fit
+
+    cfg = cfg or FitConfig()
+    work = copy.deepcopy(model)
+    device = next(work.parameters()).device
+    hwa = TorchHwaModel(work, target.rpu_config(), weight_noise=target.hwa.weight_noise,
+                        digital=target.digital, seed=cfg.seed)
+    sigma = target.hwa.clip_sigma
+
+    def clip(_: nn.Module) -> None:
+        for layer in hwa.layers():
+            layer.clip_weights(sigma)
+
+    if sigma is not None:
+        clip(hwa)
+    with fp32_precision(device):
+        result = fit(hwa, data, cfg, loss_fn=loss_fn, step_hook=clip if sigma else None)
+    ranges = {id(m.layer): m.input_range.detach().abs() for m in hwa.layers() if m.ranged}
+    trained = hwa.unwrap()
+    _copy_back(trained, model)
+    names = {id(m): n for n, m in trained.named_modules()}
+    layers = dict(model.named_modules())
+    for key, value in ranges.items():
+        store_input_ranges(layers[names[key]], value.cpu())
+    return result
+
+
+def _engine(model: nn.Module, target: HwaTarget):
+    name = target.engine
+    if name == "torch":
+        from analog.hwa_torch import torch_unsupported
+
+        reasons = torch_unsupported(model, target.rpu_config(), target.digital)
+        if reasons and target.hwa.engine == "torch":
+            raise ConfigError.one("HwaOptions.engine", "the torch engine must cover the model",
+                                  reasons, "use engine='auto' or 'aihwkit'")
+        if reasons:
+            name = "aihwkit" if target.per_mvm_noise else "lightning"
+    return {"torch": _fit_torch, "aihwkit": _fit_tiles, "lightning": _fit_lightning}[name]
+
+
 def _fit_analog(model, data, target: HwaTarget, cfg, loss_fn=None):
-    engine = _fit_tiles if target.engine == "aihwkit" else _fit_lightning
+    engine = _engine(model, target)
     result = engine(model, data, target, cfg, loss_fn)
     # Training noise is relative to each channel's max, so a channel that weight decay drove
     # to exactly zero trained noise-free but would read full-scale noise on the hardware.
