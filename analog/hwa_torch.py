@@ -180,8 +180,11 @@ class HwaLayer(nn.Module):
         y = self._product(q, main)
         with torch.no_grad():
             qd, hard = q.detach(), y.detach().clone()
-            z = None if pos is None else self._product(qd, pos)
-            a = None if absw is None else self._product(qd.abs(), absw)
+            z = a = None
+            if pos is not None and bool(qd.amin() >= 0):  # |q| = q: one product for both
+                z, a = self._product(qd, torch.cat([pos, absw])).split(len(pos), dim=1)
+            elif pos is not None:
+                z, a = self._product(qd, pos), self._product(qd.abs(), absw)
             var = None if read is None else self._product(qd * qd, read).add_(io.out_var)
             hard = io.clip_out(io.analog_out(hard, gen, a=a, z=z, var=var))
             at_bound = hard.abs() * (io.o_unit * io.nm_const) >= 0.999 * io.out_bound

@@ -44,11 +44,16 @@ def _quiet():
     return rpu
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["conv", "linear"])
-def test_noise_free_forward_and_input_gradient_equal_aihwkit(which):
+@pytest.mark.parametrize(("which", "saturate"), [(0, False), (1, False), (1, True)],
+                         ids=["conv", "linear", "linear-at-adc-bound"])
+def test_noise_free_forward_and_input_gradient_equal_aihwkit(which, saturate):
     layer, x = _layers()[which]
-    ref, mine = _pair(layer, _quiet())
     x = x * 0.4  # inside the ranges: aihwkit's C++ tile passes no clipping mask back
+    if saturate:  # same-sign sums past the ADC bound: no gradient through those outputs
+        with torch.no_grad():
+            layer.weight.abs_()
+        x = x.abs()
+    ref, mine = _pair(layer, _quiet())
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
     ya, yb = ref(xa), mine(xb)
     assert torch.allclose(ya, yb, atol=1e-6, rtol=0)  # 8-bit DAC/ADC and IR drop on
