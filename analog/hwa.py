@@ -7,12 +7,15 @@ scorer applies them) and the layer-wise mapping (the layers kept digital), and e
 scored aihwkit config plus the HWA weight noise and clipping (``HwaTarget.rpu_config``), so its
 periphery and device fields equal the scored ones.
 
-Two engines run it. Models without per-MVM read noise or IR drop train with aihwkit-lightning
-(pure torch on CPU, Triton on GPU): Gaussian weight noise per output channel, the DAC/ADC
-quantization and output noise of the scored periphery, per-channel clipping after every step
-(Rasch et al. 2023). Lightning has no read noise or IR drop, so models that have them
-(``pcm_hwa``, ``pcm_static``) train on aihwkit's own tiles with the scored forward settings
-(``forward.w_noise``/``w_noise_type``, ``forward.ir_drop``) present in every training MVM.
+Three engines run it. Peripheries with one input scale for every vector (``pcm_static``,
+``pcm_hwa``) train on the torch engine (``analog.hwa_torch``: the fast path's tiles in training
+mode, CPU or CUDA, read noise, IR drop, DAC/ADC and learned input ranges included). Other models
+without per-MVM read noise or IR drop train with aihwkit-lightning (pure torch on CPU, Triton on
+GPU): Gaussian weight noise per output channel, the DAC/ADC quantization and output noise of the
+scored periphery, per-channel clipping after every step (Rasch et al. 2023). The rest, or any
+model with ``HwaOptions(engine="aihwkit")``, train on aihwkit's own tiles with the scored
+forward settings (``forward.w_noise``/``w_noise_type``, ``forward.ir_drop``) present in every
+training MVM; clipping there is per tile (``LAYER_GAUSSIAN``).
 Quantized models train with PT2E QAT. Either way the trained weights are written back into the
 caller's digital model, so ``analog.evaluate(model, ..., hw)`` measures drift on aihwkit's full
 PCM model; learned input ranges are kept too (``analog.input_ranges``).
@@ -46,7 +49,7 @@ class HwaOptions:
     (PCM programming noise is about 1-4% of g_max, drift and read noise add to it)."""
     clip_sigma: float | None = 3.0
     """Clip each output channel's weights at ``clip_sigma`` std after every step (None: off);
-    fewer outliers put more of the conductance range to use."""
+    fewer outliers put more of the conductance range to use. (aihwkit's tiles clip per tile.)"""
     io: bool = True
     """Train through the hardware's DAC/ADC quantization and output noise."""
     engine: str = "auto"
