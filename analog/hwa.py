@@ -52,6 +52,9 @@ class HwaOptions:
     fewer outliers put more of the conductance range to use. (aihwkit's tiles clip per tile.)"""
     io: bool = True
     """Train through the hardware's DAC/ADC quantization and output noise."""
+    recipe: str = "plain"
+    """``plain`` or ``rasch2023`` (noise ramp, distillation from the noise-free model, three
+    times the fine-tuning; ``analog.hwa_recipe``)."""
     engine: str = "auto"
     """``torch`` (``analog.hwa_torch``: the inference tiles' forward in torch, CPU or CUDA),
     ``aihwkit`` (its C++ tiles, CPU), ``lightning`` (aihwkit-lightning: no read noise or IR
@@ -66,6 +69,11 @@ class HwaOptions:
         if self.clip_sigma is not None and not self.clip_sigma > 0:
             problems.append(Problem("HwaOptions.clip_sigma", "must be > 0 or None",
                                     self.clip_sigma, "use e.g. 3.0, or None to switch it off"))
+        from analog.hwa_recipe import RECIPES
+
+        if self.recipe not in RECIPES:
+            problems.append(Problem("HwaOptions.recipe", f"must be one of {sorted(RECIPES)}",
+                                    self.recipe, "use 'plain' or 'rasch2023'"))
         if self.engine not in ENGINES:
             problems.append(Problem("HwaOptions.engine", f"must be one of {sorted(ENGINES)}",
                                     self.engine, "use 'auto' unless comparing engines"))
@@ -253,8 +261,14 @@ def _fit_lightning(model, data, target: HwaTarget, cfg, loss_fn=None):
     clip(analog)  # start inside the clipping range, as after every later step
     # lightning convolves via unfold, so channels_last buys nothing and breaks its 2-D views
     cfg = replace(cfg or FitConfig(), channels_last=False)
+
+    def set_noise(std: float) -> None:  # lightning reads the modifier at every forward pass
+        for layer in layers:
+            layer.rpu_config.modifier.std_dev = std
+
+    ramp = _ramp(set_noise, target, cfg, data)
     result = fit(analog, data, cfg, loss_fn=loss_fn,
-                 step_hook=clip if opts.clip_sigma is not None else None)
+                 step_hook=_hooks(clip if opts.clip_sigma is not None else None, ramp))
     _copy_back(analog, model)
     if target.scored_rpu().pre_post.input_range.enable:
         _keep_input_ranges(analog, model)
@@ -321,8 +335,10 @@ def _fit_torch(model, data, target: HwaTarget, cfg, loss_fn=None):
 
     if sigma is not None:
         clip(hwa)
+    ramp = _ramp(lambda std: setattr(hwa, "weight_noise", std), target, cfg, data)
     with fp32_precision(device):
-        result = fit(hwa, data, cfg, loss_fn=loss_fn, step_hook=clip if sigma else None)
+        result = fit(hwa, data, cfg, loss_fn=loss_fn,
+                     step_hook=_hooks(clip if sigma is not None else None, ramp))
     ranges = {id(m.layer): m.input_range.detach().abs() for m in hwa.layers() if m.ranged}
     trained = hwa.unwrap()
     _copy_back(trained, model)
@@ -347,9 +363,38 @@ def _engine(model: nn.Module, target: HwaTarget):
     return {"torch": _fit_torch, "aihwkit": _fit_tiles, "lightning": _fit_lightning}[name]
 
 
+def _ramp(set_noise, target: HwaTarget, cfg, data):
+    from analog.hwa_recipe import get_recipe, ramp_hook, total_steps
+
+    return ramp_hook(set_noise, target.hwa.weight_noise, get_recipe(target.hwa.recipe),
+                     total_steps(cfg, len(data.x_train)))
+
+
+def _hooks(*hooks):
+    """One step hook running ``hooks`` (None entries skipped; None if none is left)."""
+    live = [h for h in hooks if h is not None]
+    if not live:
+        return None
+
+    def run(module: nn.Module) -> None:
+        for hook in live:
+            hook(module)
+    return run
+
+
 def _fit_analog(model, data, target: HwaTarget, cfg, loss_fn=None):
+    from analog.hwa_recipe import get_recipe, longer, teacher_loss
+    from hwnas.train.loop import FitConfig
+
     engine = _engine(model, target)
-    result = engine(model, data, target, cfg, loss_fn)
+    recipe = get_recipe(target.hwa.recipe)
+    if recipe.ramp > 0 and engine is _fit_tiles and target.hwa.weight_noise > 0:
+        raise ConfigError.one("HwaOptions.recipe", "a noise ramp needs the torch or lightning "
+                              "engine (aihwkit's tiles fix the noise at conversion)",
+                              target.hwa.recipe, "use engine='auto' or 'torch', or recipe "
+                              "'plain'")
+    cfg = longer(cfg or FitConfig(), recipe)
+    result = engine(model, data, target, cfg, teacher_loss(model, recipe, loss_fn))
     # Training noise is relative to each channel's max, so a channel that weight decay drove
     # to exactly zero trained noise-free but would read full-scale noise on the hardware.
     freeze_dead_channels(model)

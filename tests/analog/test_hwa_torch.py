@@ -131,3 +131,27 @@ def test_fp32_precision_turns_tf32_off_and_restores_it():
     assert torch.backends.cudnn.allow_tf32 == before
     with fp32_precision("cpu") as used:
         assert used == {"dtype": "float32", "tf32": None, "device": "cpu"}
+
+
+def test_rasch2023_ramps_the_noise_distills_and_trains_longer(trained_cnn, digits):
+    import analog
+    from analog.hwa import HwaOptions, hwa_target
+    from analog.hwa_recipe import RECIPES, ramp_hook
+    from hwnas.train.loop import FitConfig
+
+    seen = []
+    hook = ramp_hook(seen.append, 0.1, RECIPES["rasch2023"], steps=8)
+    for _ in range(6):
+        hook(None)
+    assert seen == pytest.approx([0.025, 0.05, 0.075, 0.1, 0.1, 0.1, 0.1])
+    model = copy.deepcopy(trained_cnn)
+    target = hwa_target("pcm_static", hwa=HwaOptions(recipe="rasch2023"))
+    result = analog.hwa_fit(model, digits, target, FitConfig(steps=2, lr=0.01, seed=0))
+    assert result.steps == 6  # three times the steps asked for
+    with pytest.raises(ValueError, match="noise ramp"):
+        analog.hwa_fit(copy.deepcopy(trained_cnn), digits,
+                       hwa_target("pcm_static", hwa=HwaOptions(recipe="rasch2023",
+                                                               engine="aihwkit")),
+                       FitConfig(steps=1))
+    with pytest.raises(ValueError, match="recipe"):
+        HwaOptions(recipe="nope")
