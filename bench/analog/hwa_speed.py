@@ -19,7 +19,6 @@ import argparse
 import copy
 import os
 import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from analog.hwa import (
 )
 from bench import RESULTS, command_line
 from bench._results import publish
+from bench.analog.speed import _ratios, timed_interleaved
 from hwnas.common.provenance import provenance
 from hwnas.train.data import load_data
 from hwnas.train.loop import FitConfig
@@ -127,31 +127,14 @@ def eval_runs(model: nn.Module, data, limit: int) -> dict[str, Callable[[], None
             "eval fast path, pcm_static": loop(fast)}
 
 
-def timed(runs: dict[str, Callable[[], None]], repeats: int) -> dict[str, list[float]]:
-    for fn in runs.values():
-        fn()  # warm-up, and the first batches set the ranges from data
-    wall: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, fn in runs.items():
-            start = time.perf_counter()
-            fn()
-            wall[name].append(time.perf_counter() - start)
-    return wall
-
-
-def _ratio(times: list[float], base: list[float]) -> str:
-    r = [a / b for a, b in zip(times, base, strict=True)]
-    return f"{statistics.median(r):.2f}x [{min(r):.2f}-{max(r):.2f}]"
-
-
 def table(wall: dict[str, list[float]], images: int, bases: tuple[str, str]) -> list[str]:
     lines = [f"| path | img/s median | img/s min-max | ratio to {bases[0]} | ratio to "
              f"{bases[1]} |", "|---|---|---|---|---|"]
     for name, s in wall.items():
         rates = [images / t for t in s]
         lines.append(f"| {name} | {statistics.median(rates):.0f} | {min(rates):.0f}-"
-                     f"{max(rates):.0f} | {_ratio(s, wall[bases[0]])} | "
-                     f"{_ratio(s, wall[bases[1]])} |")
+                     f"{max(rates):.0f} | {_ratios(s, wall[bases[0]])} | "
+                     f"{_ratios(s, wall[bases[1]])} |")
     return lines
 
 
@@ -174,8 +157,8 @@ def main() -> None:
     batches = list(zip(data.x_train.split(args.batch), data.y_train.split(args.batch),
                        strict=True))
     load_before = os.getloadavg()[0]
-    train = timed(training_runs(model, data, batches), args.repeats)
-    evals = timed(eval_runs(model, data, args.test_limit), args.repeats)
+    train = timed_interleaved(training_runs(model, data, batches), args.repeats)[0]
+    evals = timed_interleaved(eval_runs(model, data, args.test_limit), args.repeats)[0]
     load_after = os.getloadavg()[0]
     prov = provenance("cpu")
     text = "\n".join([

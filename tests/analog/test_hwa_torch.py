@@ -155,3 +155,21 @@ def test_rasch2023_ramps_the_noise_distills_and_trains_longer(trained_cnn, digit
                        FitConfig(steps=1))
     with pytest.raises(ValueError, match="recipe"):
         HwaOptions(recipe="nope")
+
+
+def test_weight_gradient_is_aihwkits_update_up_to_its_mapping_and_dac():
+    # aihwkit's tile learns d x'^T with x' = clip(x) / r (unquantized) and d = g / scales, in
+    # tile units; the engine's gradient on the digital weight is that times scales * r, except
+    # that it sees the DAC's quantized inputs (8 bits: about 1% apart here)
+    layer, x = _layers()[1]
+    ref, mine = _pair(layer, _quiet())
+    x = x * 0.4
+    y = mine(x)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    got = mine.layers()[0].layer.weight.grad
+    for tile, (a, b) in zip(ref.analog_tiles(), [(0, 150), (150, 300)], strict=True):
+        xp, dp = tile.pre_update(x[:, a:b], 1, grad, 1)
+        want = (dp.T @ xp) * tile.get_mapping_scales().view(-1, 1) * tile.input_range
+        err = float((want - got[:, a:b]).norm() / want.norm())
+        assert err < 0.02, err
