@@ -318,11 +318,12 @@ def _fit_tiles(model, data, target: HwaTarget, cfg, loss_fn=None):
 
 
 def _fit_torch(model, data, target: HwaTarget, cfg, loss_fn=None):
-    """Train on the torch engine (``analog.hwa_torch``) in fp32, TF32 off."""
+    """Train on the torch engine (``analog.hwa_torch``) in fp32, TF32 off (no autocast: the
+    DAC/ADC steps and the noise are fp32 quantities)."""
     from analog.hwa_torch import TorchHwaModel, fp32_precision
     from hwnas.train.loop import FitConfig, fit
 
-    cfg = cfg or FitConfig()
+    cfg = replace(cfg or FitConfig(), amp=False)
     work = copy.deepcopy(model)
     device = next(work.parameters()).device
     hwa = TorchHwaModel(work, target.rpu_config(), weight_noise=target.hwa.weight_noise,
