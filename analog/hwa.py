@@ -7,12 +7,15 @@ scorer applies them) and the layer-wise mapping (the layers kept digital), and e
 scored aihwkit config plus the HWA weight noise and clipping (``HwaTarget.rpu_config``), so its
 periphery and device fields equal the scored ones.
 
-Two engines run it. Models without per-MVM read noise or IR drop train with aihwkit-lightning
-(pure torch on CPU, Triton on GPU): Gaussian weight noise per output channel, the DAC/ADC
-quantization and output noise of the scored periphery, per-channel clipping after every step
-(Rasch et al. 2023). Lightning has no read noise or IR drop, so models that have them
-(``pcm_hwa``, ``pcm_static``) train on aihwkit's own tiles with the scored forward settings
-(``forward.w_noise``/``w_noise_type``, ``forward.ir_drop``) present in every training MVM.
+Three engines run it. Peripheries with one input scale for every vector (``pcm_static``,
+``pcm_hwa``) train on the torch engine (``analog.hwa_torch``: the fast path's tiles in training
+mode, CPU or CUDA, read noise, IR drop, DAC/ADC and learned input ranges included). Other models
+without per-MVM read noise or IR drop train with aihwkit-lightning (pure torch on CPU, Triton on
+GPU): Gaussian weight noise per output channel, the DAC/ADC quantization and output noise of the
+scored periphery, per-channel clipping after every step (Rasch et al. 2023). The rest, or any
+model with ``HwaOptions(engine="aihwkit")``, train on aihwkit's own tiles with the scored
+forward settings (``forward.w_noise``/``w_noise_type``, ``forward.ir_drop``) present in every
+training MVM; clipping there is per tile (``LAYER_GAUSSIAN``).
 Quantized models train with PT2E QAT. Either way the trained weights are written back into the
 caller's digital model, so ``analog.evaluate(model, ..., hw)`` measures drift on aihwkit's full
 PCM model; learned input ranges are kept too (``analog.input_ranges``).
@@ -46,9 +49,17 @@ class HwaOptions:
     (PCM programming noise is about 1-4% of g_max, drift and read noise add to it)."""
     clip_sigma: float | None = 3.0
     """Clip each output channel's weights at ``clip_sigma`` std after every step (None: off);
-    fewer outliers put more of the conductance range to use."""
+    fewer outliers put more of the conductance range to use. (aihwkit's tiles clip per tile.)"""
     io: bool = True
     """Train through the hardware's DAC/ADC quantization and output noise."""
+    recipe: str = "plain"
+    """``plain`` or ``rasch2023`` (noise ramp, distillation from the noise-free model, three
+    times the fine-tuning; ``analog.hwa_recipe``)."""
+    engine: str = "auto"
+    """``torch`` (``analog.hwa_torch``: the inference tiles' forward in torch, CPU or CUDA),
+    ``aihwkit`` (its C++ tiles, CPU), ``lightning`` (aihwkit-lightning: no read noise or IR
+    drop), or ``auto``: torch where it covers the model and periphery, else aihwkit for models
+    with read noise or IR drop and lightning for the rest."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -58,8 +69,19 @@ class HwaOptions:
         if self.clip_sigma is not None and not self.clip_sigma > 0:
             problems.append(Problem("HwaOptions.clip_sigma", "must be > 0 or None",
                                     self.clip_sigma, "use e.g. 3.0, or None to switch it off"))
+        from analog.hwa_recipe import RECIPES
+
+        if self.recipe not in RECIPES:
+            problems.append(Problem("HwaOptions.recipe", f"must be one of {sorted(RECIPES)}",
+                                    self.recipe, "use 'plain' or 'rasch2023'"))
+        if self.engine not in ENGINES:
+            problems.append(Problem("HwaOptions.engine", f"must be one of {sorted(ENGINES)}",
+                                    self.engine, "use 'auto' unless comparing engines"))
         if problems:
             raise ConfigError(problems)
+
+
+ENGINES = frozenset({"auto", "torch", "aihwkit", "lightning"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +125,16 @@ class HwaTarget:
 
     @property
     def engine(self) -> str:
-        """``aihwkit`` (its tiles: read noise and IR drop) or ``lightning`` (faster)."""
+        """``torch`` (the fast path's tiles, for peripheries with one input scale for every
+        vector: ``pcm_static``, ``pcm_hwa``), ``aihwkit`` (its tiles: read noise and IR drop)
+        or ``lightning``; ``HwaOptions.engine`` picks one by name. ``hwa_fit`` falls back from
+        ``auto``'s torch to aihwkit for a model the torch engine does not cover."""
+        if self.hwa.engine != "auto":
+            return self.hwa.engine
+        from analog.periphery import IOModel
+
+        if self.hw.kind == "analog" and IOModel.of(self.scored_rpu().forward).static_scale:
+            return "torch"
         return "aihwkit" if self.per_mvm_noise else "lightning"
 
 
@@ -230,8 +261,14 @@ def _fit_lightning(model, data, target: HwaTarget, cfg, loss_fn=None):
     clip(analog)  # start inside the clipping range, as after every later step
     # lightning convolves via unfold, so channels_last buys nothing and breaks its 2-D views
     cfg = replace(cfg or FitConfig(), channels_last=False)
+
+    def set_noise(std: float) -> None:  # lightning reads the modifier at every forward pass
+        for layer in layers:
+            layer.rpu_config.modifier.std_dev = std
+
+    ramp = _ramp(set_noise, target, cfg, data)
     result = fit(analog, data, cfg, loss_fn=loss_fn,
-                 step_hook=clip if opts.clip_sigma is not None else None)
+                 step_hook=_hooks(clip if opts.clip_sigma is not None else None, ramp))
     _copy_back(analog, model)
     if target.scored_rpu().pre_post.input_range.enable:
         _keep_input_ranges(analog, model)
@@ -280,9 +317,85 @@ def _fit_tiles(model, data, target: HwaTarget, cfg, loss_fn=None):
     return result
 
 
+def _fit_torch(model, data, target: HwaTarget, cfg, loss_fn=None):
+    """Train on the torch engine (``analog.hwa_torch``) in fp32, TF32 off (no autocast: the
+    DAC/ADC steps and the noise are fp32 quantities)."""
+    from analog.hwa_torch import TorchHwaModel, fp32_precision
+    from hwnas.train.loop import FitConfig, fit
+
+    cfg = replace(cfg or FitConfig(), amp=False)
+    work = copy.deepcopy(model)
+    device = next(work.parameters()).device
+    hwa = TorchHwaModel(work, target.rpu_config(), weight_noise=target.hwa.weight_noise,
+                        digital=target.digital, seed=cfg.seed)
+    sigma = target.hwa.clip_sigma
+
+    def clip(_: nn.Module) -> None:
+        for layer in hwa.layers():
+            layer.clip_weights(sigma)
+
+    if sigma is not None:
+        clip(hwa)
+    ramp = _ramp(lambda std: setattr(hwa, "weight_noise", std), target, cfg, data)
+    with fp32_precision(device):
+        result = fit(hwa, data, cfg, loss_fn=loss_fn,
+                     step_hook=_hooks(clip if sigma is not None else None, ramp))
+    ranges = {id(m.layer): m.input_range.detach().abs() for m in hwa.layers() if m.ranged}
+    trained = hwa.unwrap()
+    _copy_back(trained, model)
+    names = {id(m): n for n, m in trained.named_modules()}
+    layers = dict(model.named_modules())
+    for key, value in ranges.items():
+        store_input_ranges(layers[names[key]], value.cpu())
+    return result
+
+
+def _engine(model: nn.Module, target: HwaTarget):
+    name = target.engine
+    if name == "torch":
+        from analog.hwa_torch import torch_unsupported
+
+        reasons = torch_unsupported(model, target.rpu_config(), target.digital)
+        if reasons and target.hwa.engine == "torch":
+            raise ConfigError.one("HwaOptions.engine", "the torch engine must cover the model",
+                                  reasons, "use engine='auto' or 'aihwkit'")
+        if reasons:
+            name = "aihwkit" if target.per_mvm_noise else "lightning"
+    return {"torch": _fit_torch, "aihwkit": _fit_tiles, "lightning": _fit_lightning}[name]
+
+
+def _ramp(set_noise, target: HwaTarget, cfg, data):
+    from analog.hwa_recipe import get_recipe, ramp_hook, total_steps
+
+    return ramp_hook(set_noise, target.hwa.weight_noise, get_recipe(target.hwa.recipe),
+                     total_steps(cfg, len(data.x_train)))
+
+
+def _hooks(*hooks):
+    """One step hook running ``hooks`` (None entries skipped; None if none is left)."""
+    live = [h for h in hooks if h is not None]
+    if not live:
+        return None
+
+    def run(module: nn.Module) -> None:
+        for hook in live:
+            hook(module)
+    return run
+
+
 def _fit_analog(model, data, target: HwaTarget, cfg, loss_fn=None):
-    engine = _fit_tiles if target.engine == "aihwkit" else _fit_lightning
-    result = engine(model, data, target, cfg, loss_fn)
+    from analog.hwa_recipe import get_recipe, longer, teacher_loss
+    from hwnas.train.loop import FitConfig
+
+    engine = _engine(model, target)
+    recipe = get_recipe(target.hwa.recipe)
+    if recipe.ramp > 0 and engine is _fit_tiles and target.hwa.weight_noise > 0:
+        raise ConfigError.one("HwaOptions.recipe", "a noise ramp needs the torch or lightning "
+                              "engine (aihwkit's tiles fix the noise at conversion)",
+                              target.hwa.recipe, "use engine='auto' or 'torch', or recipe "
+                              "'plain'")
+    cfg = longer(cfg or FitConfig(), recipe)
+    result = engine(model, data, target, cfg, teacher_loss(model, recipe, loss_fn))
     # Training noise is relative to each channel's max, so a channel that weight decay drove
     # to exactly zero trained noise-free but would read full-scale noise on the hardware.
     freeze_dead_channels(model)

@@ -64,6 +64,7 @@ SECTIONS: tuple[Section, ...] = (
             "is kept"),
     Section("analog_energy", ("python -m bench.analog.energy --sensitivity",), reading=True),
     Section("analog_hwa_match", ("python -m bench.analog.hwa_match",)),
+    Section("analog_hwa_speed", ("python -m bench.analog.hwa_speed",)),
     Section("default_switch", ("hwnas run", "python -m bench.analog.default_switch"),
             reading=True),
     # The report copies in its findings from bench/data/fidelity/findings.md.

@@ -51,6 +51,11 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
                    help="HWA fine-tuning peak learning rate (default: lr / 10)")
     p.add_argument("--hwa-noise", type=float, default=0.05,
                    help="HWA weight-noise std relative to each channel's max |w|")
+    p.add_argument("--hwa-recipe", default="plain",
+                   help="HWA recipe: plain, or rasch2023 (noise ramp, distillation from the "
+                        "noise-free model, 3x the epochs)")
+    p.add_argument("--hwa-engine", default="auto",
+                   help="HWA engine: auto, torch, aihwkit (C++ tiles) or lightning")
     p.add_argument("--adabs", type=int, default=None, metavar="N",
                    help="AdaBS: re-estimate batch norms through the analog model on N training "
                         "images after programming and each drift (0: off; default: the "
@@ -127,7 +132,9 @@ def _experiment_config(args: argparse.Namespace):  # noqa: ANN202
         repeats=repeats, seed=args.seed, compensation=not args.no_compensation,
         compare_compensation=args.compare_compensation, hwa_epochs=args.hwa_epochs,
         adabs=adabs, compare_adabs=args.compare_adabs,
-        hwa_lr=args.hwa_lr, hwa_options=HwaOptions(weight_noise=args.hwa_noise),
+        hwa_lr=args.hwa_lr,
+        hwa_options=HwaOptions(weight_noise=args.hwa_noise, recipe=args.hwa_recipe,
+                               engine=args.hwa_engine),
         references=refs, fast=not args.aihwkit_tiles, device=args.device,
         digital=_split(args.digital_layers), options=_fixed_options(args.set),
         sweeps=parse_sweeps(args.sweep))

@@ -111,7 +111,10 @@ def hwa_target(cfg: StudyConfig, hw: str, digital: Sequence[str] = ()) -> analog
     """What HWA trains for before ``hw`` is scored: the study's ``hw_eval.options`` for ``hw``
     (the overrides scoring applies) and the candidate's layers kept digital. Studies and
     finalize both train through it, so HWA and scoring see one periphery, device and mapping."""
-    return analog_hwa.hwa_target(hw, options=cfg.hw_eval.options.get(hw), digital=digital)
+    he = cfg.hw_eval
+    return analog_hwa.hwa_target(hw, options=he.options.get(hw), digital=digital,
+                                 hwa=analog_hwa.HwaOptions(recipe=he.hwa_recipe,
+                                                           engine=he.hwa_engine))
 
 
 def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],  # noqa: ANN001

@@ -133,6 +133,12 @@ class HwEvalCfg(_Cfg):
     hwa: float | str = Field(
         "off", description="hardware-aware fine-tuning before analog scoring: off, epochs, or "
         f"auto (= {AUTO_HWA_EPOCHS} epochs, for analog hardware models only)")
+    hwa_recipe: Literal["plain", "rasch2023"] = Field(
+        "plain", description="HWA recipe (analog.hwa_recipe): plain, or rasch2023 (noise ramp, "
+        "distillation from the noise-free model, 3x the epochs)")
+    hwa_engine: Literal["auto", "torch", "aihwkit", "lightning"] = Field(
+        "auto", description="HWA engine: auto, torch (pcm_static/pcm_hwa on the fast path's "
+        "tiles), aihwkit (C++ tiles) or lightning")
     compensation: bool = Field(True, description="global drift compensation (aihwkit)")
     fast: bool = Field(True, description=(
         "the fast analog path (agrees with aihwkit tiles, several times faster)"))

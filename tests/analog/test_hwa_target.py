@@ -96,9 +96,10 @@ def test_mapped_layers_stay_digital_in_training(make_cnn, build):
 
 
 @pytest.mark.parametrize(("hw", "engine"), [("pcm", "lightning"), ("pcm_ideal", "lightning"),
-                                            ("pcm_static", "aihwkit"), ("pcm_hwa", "aihwkit")])
-def test_models_with_read_noise_or_ir_drop_train_on_aihwkit_tiles(hw, engine):
+                                            ("pcm_static", "torch"), ("pcm_hwa", "torch")])
+def test_static_peripheries_train_on_the_torch_engine_the_rest_on_lightning(hw, engine):
     assert hwa_target(hw).engine == engine
+    assert hwa_target(hw, hwa=HwaOptions(engine="aihwkit")).engine == "aihwkit"
 
 
 def _frozen_ranges(net: nn.Module) -> nn.Module:
@@ -129,10 +130,12 @@ def test_read_noise_and_ir_drop_act_in_training_forward_passes(trained_cnn, digi
     assert torch.equal(plain(x), plain(x))  # without read noise the same settings repeat
 
 
-def test_hwa_fit_on_tiles_writes_weights_and_ranges_back(trained_cnn, digits):
+@pytest.mark.parametrize("engine", ["aihwkit", "torch"])
+def test_hwa_fit_writes_weights_and_ranges_back(trained_cnn, digits, engine):
     model = copy.deepcopy(trained_cnn)
-    result = analog.hwa_fit(model, digits, hwa_target("pcm_static", options={"tile_size": 128}),
-                            FitConfig(epochs=1, lr=0.01, seed=0))
+    target = hwa_target("pcm_static", options={"tile_size": 128},
+                        hwa=HwaOptions(engine=engine))
+    result = analog.hwa_fit(model, digits, target, FitConfig(epochs=1, lr=0.01, seed=0))
     assert result.steps > 0 and 0.5 < result.val_acc <= 1.0
     assert set(model.state_dict()) == set(trained_cnn.state_dict())
     assert not torch.equal(model[3].weight, trained_cnn[3].weight)

@@ -24,8 +24,7 @@ from nas.study.files import load_study
 SCORED = {"quickstart": "pcm_static", "quickstart_mapping": "pcm_static",
           "quickstart_supernet": "pcm_static", "fmnist_resnet_pcm": "pcm_static",
           "fmnist_mbconv_pcm": "pcm_static",
-          # pcm_static's calibration runs on aihwkit tiles on the model's device: not yet on CUDA
-          "quickstart_gpu": "pcm"}
+          "quickstart_gpu": "pcm_static"}
 ON_CPU = {"latency.device": "cpu", "train.device": "cpu"}
 
 
