@@ -287,7 +287,7 @@ def tile_model(model: nn.Module, target: HwaTarget) -> nn.Module:
     return analog
 
 
-def _analog_optimizer(analog: nn.Module, cfg) -> torch.optim.Optimizer:
+def analog_optimizer(analog: nn.Module, cfg) -> torch.optim.Optimizer:
     """aihwkit's optimizer (its step applies the tiles' clipping and remapping); decay stays
     off: aihwkit's tiles would decay the tile weights without the digital weight scales."""
     from aihwkit.optim import AnalogAdam, AnalogSGD
@@ -309,7 +309,7 @@ def _fit_tiles(model, data, target: HwaTarget, cfg, loss_fn=None):
 
     cfg = replace(cfg or FitConfig(), channels_last=False)
     analog = tile_model(model, target)
-    result = fit(analog, data, cfg, loss_fn=loss_fn, optimizer=_analog_optimizer(analog, cfg))
+    result = fit(analog, data, cfg, loss_fn=loss_fn, optimizer=analog_optimizer(analog, cfg))
     rpu = target.scored_rpu()
     _copy_back(convert_to_digital(copy.deepcopy(analog).cpu()), model)
     if rpu.pre_post.input_range.enable:

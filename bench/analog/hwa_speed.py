@@ -28,7 +28,7 @@ from torch import nn
 
 from analog.hwa import (
     HwaOptions,
-    _analog_optimizer,
+    analog_optimizer,
     hwa_target,
     lightning_model,
     tile_model,
@@ -91,7 +91,7 @@ def training_runs(model: nn.Module, data, batches) -> dict[str, Callable[[], Non
             net, _sgd(net), batches, clip, channels_last=cl)
     tiles = tile_model(model, hwa_target("pcm_static", hwa=HwaOptions(engine="aihwkit")))
     runs["aihwkit C++ tiles, pcm_static"] = _steps(
-        tiles, _analog_optimizer(tiles, FitConfig(optimizer="sgd", lr=1e-3)), batches)
+        tiles, analog_optimizer(tiles, FitConfig(optimizer="sgd", lr=1e-3)), batches)
     light = lightning_model(model, hwa_target("pcm"))
     light_layers = [m for m in light.modules() if isinstance(m, AnalogLayerBase)]
 
