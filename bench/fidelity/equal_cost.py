@@ -155,7 +155,7 @@ def one_seed(table: pd.DataFrame, k: int, col: str, screen: Screen, latency_s: f
     wall = float(look_seconds(table, "synflow", latency_s)[looked].sum()
                  + (table.sec_train + table.sec_score)[trained].sum())
     out: dict[str, Any] = {"seed": k, "recipe_seed": int(rseed), "wall_s": wall,
-                           "looks": len(looked), "trained": trained, "bought": {}, "hv": {},
+                           "looks": len(looked), "looked": looked, "trained": trained, "bought": {}, "hv": {},
                            "whole_pool_up_to_s": {}}
     picked = front._front(front.shrunk_scores(table, trained, col), trained, "shrunk")
     out["hv"]["shipped"] = hv(picked)
