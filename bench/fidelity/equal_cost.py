@@ -155,29 +155,37 @@ def one_seed(table: pd.DataFrame, k: int, col: str, screen: Screen, latency_s: f
     wall = float(look_seconds(table, "synflow", latency_s)[looked].sum()
                  + (table.sec_train + table.sec_score)[trained].sum())
     out: dict[str, Any] = {"seed": k, "recipe_seed": int(rseed), "wall_s": wall,
-                           "looks": len(looked), "looked": looked, "trained": trained, "bought": {}, "hv": {},
-                           "whole_pool_up_to_s": {}}
+                           "looks": len(looked), "looked": looked, "trained": trained,
+                           "bought": {}, "whole_pool_up_to_s": {}, "hv": {}}
     picked = front._front(front.shrunk_scores(table, trained, col), trained, "shrunk")
     out["hv"]["shipped"] = hv(picked)
     out["hv"]["shipped, raw scores"] = hv(front._front(table, trained, col))
     for proxy in PROXIES:
-        pcol = proxy_col(proxy, rseed)
-        n = bought(look_seconds(table, proxy, latency_s)[order].values, wall)
-        out["bought"][proxy] = n
-        out["hv"][f"{proxy} free front, equal time"] = hv(front._front(table, order[:n], pcol))
-        out["hv"][f"{proxy} free front, equal time, at most {screen.most}"] = hv(
-            screen.trained(table, order[:n], pcol))  # as many members as the shipped returns
-        # the largest latency-measurement cost at which ``wall`` still buys the whole pool
-        rest = wall - latency_s * len(looked) - table[f"sec_{proxy}"].sum() if (
-            f"sec_{proxy}" in table) else wall - latency_s * len(looked)
-        out["whole_pool_up_to_s"][proxy] = rest / max(len(table) - len(looked), 1)
-        out["hv"][f"{proxy} free front, equal looks"] = hv(front._front(table, looked, pcol))
-        out["hv"][f"{proxy} free front, whole pool"] = hv(
-            front._front(table, list(table.index), pcol))
+        _free_arms(table, order, out, proxy, screen, latency_s, hv)
     n = bought((latency_s + table.sec_train + table.sec_score)[order].values, wall)
     out["random_trained"] = n
     out["hv"]["random search, equal time"] = hv(front._front(table, order[:n], col))
     return out
+
+
+def _free_arms(table: pd.DataFrame, order: list[str], out: dict[str, Any], proxy: str,
+               screen: Screen, latency_s: float, hv: Any) -> None:
+    """``proxy``'s free fronts for the seed ``out`` holds (its order of the pool, looks and
+    wall time), added to ``out``: at equal time (whole, and cut to the screen's cap), at equal
+    looks and over the whole pool; and the look cost up to which the wall time buys the pool."""
+    pcol = proxy_col(proxy, str(out["recipe_seed"]))
+    looked, wall = out["looked"], out["wall_s"]
+    n = bought(look_seconds(table, proxy, latency_s)[order].values, wall)
+    out["bought"][proxy] = n
+    out["hv"][f"{proxy} free front, equal time"] = hv(front._front(table, order[:n], pcol))
+    out["hv"][f"{proxy} free front, equal time, at most {screen.most}"] = hv(
+        screen.trained(table, order[:n], pcol))  # as many members as the shipped returns
+    out["hv"][f"{proxy} free front, equal looks"] = hv(front._front(table, looked, pcol))
+    out["hv"][f"{proxy} free front, whole pool"] = hv(
+        front._front(table, list(table.index), pcol))
+    # pool x L + the proxy's seconds <= looks x L + the rest of the wall time: the largest L
+    rest = wall - latency_s * len(looked) - look_seconds(table, proxy, 0.0).sum()
+    out["whole_pool_up_to_s"][proxy] = float(rest / max(len(table) - len(looked), 1))
 
 
 def evaluate(table: pd.DataFrame, seeds: int, screen: Screen,
@@ -324,5 +332,11 @@ def markdown(res: dict[str, Any]) -> str:
         "look over the budget costs a look and is never trained); latency is baselines.csv's, "
         "never remeasured; the trained score is the `default` recipe's stored `pcm` at 1 d (the "
         "quickstart's training and scoring defaults, 1 training thread) where the quickstart "
-        "scores `pcm_static` with 2 threads; seconds are the records' medians, not one run's.",
+        "scores `pcm_static` with 2 threads; seconds are the records' medians, not one run's. "
+        "The rule that picks what is trained is the study's own (`FirstRung.k`'s cap on the "
+        "free front, then `nas.algorithms.promotion.promote`), and the front's shrinkage is "
+        "`nas.algorithms.shrink` as `pareto: {shrink: prior}` applies it. The arm "
+        "`synflow rung 0 @M -> N, scores shrunk to SynFlow` of `python -m bench.fidelity "
+        "front` is not this pipeline: it looks at 3N archs and trains the N best by promotion "
+        "order, past the free front when that is smaller.",
     ]) + "\n"
