@@ -69,6 +69,7 @@ SECTIONS: tuple[Section, ...] = (
             reading=True),
     # The report copies in its findings from bench/data/fidelity/findings.md.
     Section("fidelity", ("python -m bench.fidelity report",)),
+    Section("fidelity_equal_cost", ("python -m bench.fidelity equal-cost",), reading=True),
     Section("hw_cost_forms", ("python -m bench.hw_cost.forms",)),
     Section("hw_cost_profile", ("python -m bench.hw_cost.profiles",)),
     Section("mapping_front", ("python -m bench.analog.mapping_front",), READING),

@@ -10,6 +10,7 @@
     python -m bench.fidelity score --recipes all --seeds 1,2   # score the truth archs per recipe
     python -m bench.fidelity time --archs 3                    # s/candidate, every recipe, one run
     python -m bench.fidelity report                            # table + plot from the stored scores
+    python -m bench.fidelity equal-cost --seeds 20             # the shipped screen at equal cost
 
 ``truth`` (bench/fidelity/truth.py) trains each truth architecture on the whole Fashion-MNIST
 training split and scores it on ``pcm`` at 1 d and 30 d and on ``pcm_static`` at 1 d, with AdaBS
@@ -176,6 +177,14 @@ def cmd_front(args: argparse.Namespace) -> None:
     print(markdown(front.rows(res)))
 
 
+def cmd_equal_cost(args: argparse.Namespace) -> None:
+    from bench.fidelity import equal_cost
+
+    res = equal_cost.run(args.recipe, args.seeds, [int(x) for x in args.recipe_seeds.split(",")],
+                         latency_s=args.look_latency_s)
+    print(equal_cost.markdown(res))
+
+
 def cmd_score(args: argparse.Namespace) -> None:
     import pandas as pd
 
@@ -277,6 +286,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     f.add_argument("--seeds", type=int, default=10, help="search seeds")
     f.add_argument("--recipe-seeds", default="1,2", help="the recipe's scoring seeds used")
     f.set_defaults(run=cmd_front)
+    e = sub.add_parser("equal-cost", help="the shipped screen against free fronts at equal wall "
+                       "time and equal looks, costed from the stored seconds")
+    e.add_argument("--recipe", default="default")
+    e.add_argument("--seeds", type=int, default=20, help="search seeds")
+    e.add_argument("--recipe-seeds", default="1,2,3,4", help="the recipe's scoring seeds used")
+    e.add_argument("--look-latency-s", type=float, default=1.3,
+                   help="seconds of a look's latency measurement (no stored record holds it)")
+    e.set_defaults(run=cmd_equal_cost)
     z = sub.add_parser("baselines", help="params, MACs, latency, zero-cost proxies per arch")
     z.add_argument("--seeds", default="1,2", help="initialisation seeds of the proxies")
     z.add_argument("--space", choices=SPACES, default="resnet", help="whose truth archs")
