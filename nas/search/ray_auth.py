@@ -8,13 +8,23 @@ import os
 from pathlib import Path
 
 
+def token_file() -> Path:
+    """``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token`` (where `ray get-auth-token --generate`
+    writes it)."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+
+
 def token_available() -> bool:
-    """A token at hand: ``RAY_AUTH_TOKEN``, or the file ``RAY_AUTH_TOKEN_PATH`` or
-    ``~/.ray/auth_token`` names (where ``ray start --head`` writes it)."""
+    """A token at hand: ``RAY_AUTH_TOKEN``, or the file ``token_file`` names."""
+    return bool(os.environ.get("RAY_AUTH_TOKEN")) or token_file().is_file()
+
+
+def token_source() -> str:
+    """Where this client's token comes from, for an error message (never the token itself)."""
     if os.environ.get("RAY_AUTH_TOKEN"):
-        return True
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token"
-    return Path(path).is_file()
+        return "RAY_AUTH_TOKEN"
+    path = token_file()
+    return str(path) if path.is_file() else f"none (no RAY_AUTH_TOKEN, no {path})"
 
 
 def use_token_if_present(address: str | None) -> bool:

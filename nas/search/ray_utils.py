@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import pickle
 import signal
-from collections.abc import Iterator
+import socket
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +43,7 @@ from ray.tune.stopper import Stopper
 from hwnas.common.errors import ConfigError
 from hwnas.common.signals import handling_signals, on_main_thread
 from nas.search.optuna_driver import Interrupted
-from nas.search.ray_auth import use_token_if_present
+from nas.search.ray_auth import token_source, use_token_if_present
 from nas.search.sampling import sample_candidate
 from nas.search.schedule_ray import KEYS as SCHEDULE_KEYS
 from nas.study import store
@@ -303,23 +307,63 @@ def raise_if_signalled() -> None:
 
 
 # -- joining a cluster -------------------------------------------------------------------------
-_AUTH_STEPS = ("on the head: `ray start --head` (Ray 2.60 turns token authentication on and "
-               "writes ~/.ray/auth_token); copy that file to every node and to this machine (or "
-               "export RAY_AUTH_TOKEN=<its content>), then run with RAY_AUTH_MODE=token; see "
-               "docs/multi_node.md")
+_AUTH_STEPS = ("on the head: `ray get-auth-token --generate` (writes ~/.ray/auth_token), then "
+               "`RAY_AUTH_MODE=token ray start --head`; copy that file to every node and to this "
+               "machine's ~/.ray/auth_token (or set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH); hwnas "
+               "turns token mode on itself when it finds one; see docs/multi_node.md")
+
+
+def gcs_listening(address: str, timeout: float = 2.0) -> bool:
+    """Whether something accepts TCP connections at ``host:port``: a cluster that refuses this
+    client is then running, and the refusal is its token's (Ray reports both as one
+    ``ConnectionError`` after its retries)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def _held_stderr() -> Iterator[Callable[[], str]]:
+    """File descriptor 2 goes to a temporary file inside the block; the callable returns what was
+    written there once the block has ended. Python's ``sys.stderr`` is flushed on both sides."""
+    sys.stderr.flush()
+    saved, text = os.dup(2), []
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield lambda: "".join(text)
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            text.append(held.read().decode(errors="replace"))
+
+
+def _refused(address: str, said: str) -> ConfigError:
+    return ConfigError.one(
+        "ray.address", "the cluster refused this client's authentication token (missing or "
+        f"wrong; token from: {token_source()})", address, _AUTH_STEPS + f" (Ray said: {said})")
 
 
 def connect(address: str | None, **kwargs: Any) -> None:
-    """``ray.init(address)``; a refused token is a clear error. Token authentication is switched
-    on before Ray is imported (``nas.search.ray_auth``, called by ``run_search``); here only for
-    a caller that imported Ray first and has no other way in."""
+    """``ray.init(address)``; a refused token is one clear error. Token authentication is
+    switched on before Ray is imported (``nas.search.ray_auth``, called by ``run_search``); here
+    only for a caller that imported Ray first and has no other way in. Ray's C++ client writes
+    a warning per retry straight to file descriptor 2 (20 for a refused token): they are held
+    back while joining, replayed if it succeeds, and replaced by one message if it fails."""
     use_token_if_present(address)
     try:
-        ray.init(address=address, **kwargs)
+        with _held_stderr() as held:
+            ray.init(address=address, **kwargs)
+        sys.stderr.write(held())
     except ray.exceptions.AuthenticationError as err:
-        raise ConfigError.one(
-            "ray.address", "the cluster requires its authentication token", address,
-            _AUTH_STEPS + f" (Ray said: {err.message})") from None
+        raise _refused(str(address), err.message) from None
     except ConnectionError as err:
+        if address and gcs_listening(address):
+            raise _refused(address, str(err)) from None
         raise ConfigError.one("ray.address", "must name a running Ray cluster (GCS host:port)",
                               address, f"start one with `ray start --head` ({err})") from None
