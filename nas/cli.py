@@ -16,6 +16,7 @@ import sys
 import warnings
 
 from hwnas.common.errors import HwnasError
+from hwnas.common.outdir import out_of_space
 from nas.commands import (
     analog,
     cost,
@@ -67,6 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     except HwnasError as err:
         print(f"hwnas: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        if not out_of_space(err):
+            raise
+        # a disk that filled up mid-run: stored trials stay, and rerunning continues the study
+        print(f"hwnas: error: the disk is full ({err.strerror}: {err.filename or 'a write'}): "
+              "free space there and run the same command again (stored results stay)",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt as stop:  # Ctrl-C or a job limit's SIGTERM: what was stored stays
         # one line: the search's stop handler put the signal and what to do next in its message
         print(f"hwnas: {stop.args[0] if stop.args else 'interrupted'}", file=sys.stderr)

@@ -3,11 +3,23 @@ for an hour must not find at its end that its results have nowhere to go."""
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
-from hwnas.common.errors import ConfigError
+from hwnas.common.errors import ConfigError, HwnasError
+
+# A study keeps its database, a checkpoint per trained trial (a few MB each for the quickstart's
+# candidates) and its report in its folder; under this much free space it would fill the disk.
+# HWNAS_MIN_FREE_MB sets another floor (0: no check).
+MIN_FREE_MB = 100
+OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class OutOfSpace(HwnasError):
+    """The disk filled up during the work; what was computed is somewhere safe and named."""
 
 
 def writable_dir(path: str | Path, what: str = "--out") -> Path:
@@ -24,7 +36,27 @@ def writable_dir(path: str | Path, what: str = "--out") -> Path:
                               f"{path} ({err.strerror or err})",
                               f"pass {what} DIR on a writable disk, or fix the folder's "
                               "permissions") from None
+    free_mb, floor = shutil.disk_usage(path).free / 2**20, min_free_mb()
+    if free_mb < floor:
+        raise ConfigError.one(what, f"must be on a disk with at least {floor:g} MiB free "
+                              "(the database, checkpoints and report go there)",
+                              f"{path} ({free_mb:.1f} MiB free)",
+                              f"free space on that disk, or pass {what} DIR on another "
+                              "(HWNAS_MIN_FREE_MB sets this floor)")
     return path
+
+
+def min_free_mb() -> float:
+    try:
+        return float(os.environ.get("HWNAS_MIN_FREE_MB", MIN_FREE_MB))
+    except ValueError:
+        raise ConfigError.one("HWNAS_MIN_FREE_MB", "must be a number of MiB",
+                              os.environ["HWNAS_MIN_FREE_MB"],
+                              "e.g. HWNAS_MIN_FREE_MB=50") from None
+
+
+def out_of_space(err: OSError) -> bool:
+    return err.errno in OUT_OF_SPACE
 
 
 def fallback_dir(name: str) -> Path:

@@ -117,7 +117,13 @@ def _search(args: argparse.Namespace) -> int:
 
     cfg = load_study(args.study, _overrides(args))
     if args.check:
+        from hwnas.common.errors import ConfigError
+        from nas.scoring.reach import reach_problems
+
         print(yaml.safe_dump(cfg.dump(), sort_keys=False))
+        problems = reach_problems(cfg)  # after the print: the config shows what was checked
+        if problems:
+            raise ConfigError(problems)
         return 0
     level = log_level(args.verbosity)
     with optuna_logs(level, tracebacks=args.verbosity > 0):

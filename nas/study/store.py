@@ -32,7 +32,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from hwnas.common.errors import ConfigError
-from hwnas.common.outdir import writable_dir
+from hwnas.common.outdir import OutOfSpace, fallback_dir, out_of_space, writable_dir
 from nas.study.config import StudyConfig, validate_study
 from nas.study.files import save_config
 
@@ -327,10 +327,27 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
 
 
 def write_trials(study_dir: Path, study: optuna.Study) -> pd.DataFrame:
+    """trials.csv and trials.parquet in ``study_dir``; when its disk is full, in a fresh
+    temporary folder instead, named by the ``OutOfSpace`` error raised after."""
     frame = trials_frame(study)
-    frame.to_csv(study_dir / "trials.csv", index=False)
-    frame.to_parquet(study_dir / "trials.parquet", index=False)
+    try:
+        _write_frame(frame, study_dir)
+    except OSError as err:
+        if not out_of_space(err):
+            raise
+        safe = fallback_dir("trials")
+        _write_frame(frame, safe)
+        raise OutOfSpace(
+            f"the disk of {study_dir} is full ({err.strerror}): {len(frame)} trials were "
+            f"written to {safe}/trials.csv instead (what study.db could store stays there); "
+            "free space on that disk and run the same command again to continue the study"
+        ) from None
     return frame
+
+
+def _write_frame(frame: pd.DataFrame, folder: Path) -> None:
+    frame.to_csv(folder / "trials.csv", index=False)
+    frame.to_parquet(folder / "trials.parquet", index=False)
 
 
 # -- dead trials -------------------------------------------------------------------------------
