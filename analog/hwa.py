@@ -3,7 +3,7 @@
 HWA trains for exactly what will be scored: ``hwa_target`` takes the hardware name, the
 study's fixed options (``hw_eval.options``, applied through ``HardwareModel.rpu_config`` as the
 scorer applies them) and the layer-wise mapping (the layers kept digital), and every caller
-(studies, ``hwnas analog-eval --hwa``, finalize) trains through it. The training config is the
+(studies, ``hwnas analog-eval --hwa-epochs N``, finalize) trains through it. The training config is the
 scored aihwkit config plus the HWA weight noise and clipping (``HwaTarget.rpu_config``), so its
 periphery and device fields equal the scored ones.
 
@@ -142,7 +142,7 @@ def hwa_target(hw: str | HardwareModel, *, options: dict[str, Any] | None = None
                digital: Sequence[str] = (), hwa: HwaOptions | None = None) -> HwaTarget:
     """The HWA training target for scoring ``hw`` with ``options`` and ``digital`` layers.
 
-    Studies, ``analog-eval --hwa`` and finalize build their target here, so HWA sees the
+    Studies, ``analog-eval --hwa-epochs`` and finalize build their target here, so HWA sees the
     scored periphery, device and mapping. Bad options fail here, as scoring would.
     """
     hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
