@@ -207,6 +207,38 @@ def test_every_named_hwnas_command_and_flag_exists() -> None:
     assert bad == {}
 
 
+# Flags the library's messages give to other programs, by program.
+OTHER_FLAGS = {"--extra": "uv", "--format": "nvidia-smi", "--id": "nvidia-smi",
+               "--query-gpu": "nvidia-smi", "--generate": "ray", "--head": "ray",
+               "--job": "python -m hwnas.train.ddp", "--max-restarts": "torchrun",
+               "--standalone": "torchrun", "--porcelain": "git", "--short": "git",
+               "--untracked-files": "git"}
+
+
+def _all_help(path: list[str] | None = None) -> list[str]:
+    """The help text of every ``hwnas`` command and subcommand (``cost``'s own ones included)."""
+    path = path or []
+    text = _help(path)
+    if text is None:
+        return []
+    subs = {m.group(1) for m in re.finditer(r"^    ([a-z][a-z0-9-]+)\s", text, re.M)}
+    subs |= {"cache", "roofline", "build-lut", "eval-predictor"} if path == ["cost"] else set()
+    return [text, *(h for s in sorted(subs) for h in _all_help([*path, s]))]
+
+
+def test_every_flag_the_library_names_exists() -> None:
+    """A fix text that names ``--flag`` names one a command has (or another program's, listed)."""
+    helps = "\n".join(_all_help())
+    named = {}
+    for pkg in LIBRARY:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            for flag in re.findall(r"[\"'` (](--[a-z][a-z0-9-]+)", path.read_text()):
+                named.setdefault(flag, path.relative_to(ROOT).as_posix())
+    missing = {f: where for f, where in named.items() if f not in OTHER_FLAGS
+               and not re.search(rf"{re.escape(f)}(?![\w-])", helps)}
+    assert missing == {}
+
+
 def test_other_programs_take_the_documented_flags() -> None:
     """`mlflow ui` and the bench modules the docs name: their ``--help`` lists every flag."""
     for command in documented():
