@@ -46,7 +46,8 @@ def _fit(energy: dict[str, Any]) -> str:
         return ""
     return (f" Mapped: {cost['cores_used']} cores, {cost['chips_needed']} chip(s) "
             f"({'fits' if cost['fits_on_chip'] else 'does not fit'} one), "
-            f"{cost['energy_uj']:.3g} uJ/image (estimate).")
+            f"{cost['energy_uj']:.3g} uJ/image (estimate, "
+            f"{cost.get('read_mode', 'four_phase').replace('_', '-')} read).")
 
 
 def _drift_png(rep: dict[str, Any], path: Path) -> None:

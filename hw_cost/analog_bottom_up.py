@@ -113,7 +113,7 @@ def top_down_nj(rows: int, cols: int, figures: AnalogFigures | None = None) -> f
 
 def compare(rows: int = 128, cols: int = 128) -> dict:
     """Top-down vs bottom-up for one ``rows`` x ``cols`` MVM at 8-bit inputs, weights, ADC."""
-    fig = AnalogFigures()  # 256x256 tiles and cores, 8-bit ADC, one-phase, single pair
+    fig = AnalogFigures(read_mode="one_phase")  # 256x256 tiles and cores, 8-bit ADC, single pair
     top = top_down_nj(rows, cols, fig)
     spread = [top_down_nj(rows, cols, replace(fig, adc_share=s)) for s in ADC_SHARE_RANGE]
     scale = HERMES_NODE_NM / ISAAC_NODE_NM

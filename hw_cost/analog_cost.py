@@ -60,10 +60,13 @@ class AnalogFigures:
     2023; IBM HERMES project chip, 14 nm): 64 cores of 256x256 PCM unit cells, 8-bit I/O MVMs.
     One-phase read 63.1 TOPS and 9.76 TOPS/W; four-phase read 16.1 TOPS and 2.48 TOPS/W.
     One- and four-phase are ways of applying signed inputs to signed weights (1 or 4 PWM
-    cycles per MVM; Ext. Data Fig. 4), not devices per weight: aihwkit's MVM is one signed
-    pass, so ``read_mode`` is ``one_phase`` unless asked for (the chip's 9.76 TOPS/W is its
-    one-phase peak). Derived: one full 256x256 MVM is 131,072 ops, so 13.4 nJ and 132.9 ns per
-    core (one-phase), 52.9 nJ and 521 ns (four-phase).
+    cycles per MVM; Ext. Data Fig. 4), not devices per weight. One-phase is the chip's
+    low-precision mode, four-phase its high-precision one; the accuracy models score the MVM at
+    the hardware model's full input precision, so ``read_mode`` is ``four_phase`` unless asked
+    for: the energy charged is that of the precision scored. A one-phase read is priced where a
+    study searches the read mode, and there scored with fewer input bits
+    (``nas.study.hardware.ONE_PHASE_DAC_LOSS``). Derived: one full 256x256 MVM is 131,072
+    ops, so 13.4 nJ and 132.9 ns per core (one-phase), 52.9 nJ and 521 ns (four-phase).
 
     Partial cores, ADC bits (assumptions; the paper reports full-core MVMs at 8 bits only):
     ``adc_share`` of a full MVM's energy is the column ADCs, the rest scales with the cells in
@@ -98,7 +101,7 @@ class AnalogFigures:
     cores: int = 64
     core_rows: int = 256
     core_cols: int = 256
-    read_mode: str = "one_phase"
+    read_mode: str = "four_phase"
     peak_tops: float = 63.1
     tops_per_w: float = 9.76
     peak_tops_four_phase: float = 16.1
@@ -129,7 +132,8 @@ class AnalogFigures:
                                     "simulates)"))
         if self.read_mode not in ("one_phase", "four_phase"):
             problems.append(Problem("read_mode", "must be one_phase or four_phase",
-                                    self.read_mode, "one_phase (aihwkit's signed MVM)"))
+                                    self.read_mode, "four_phase (the precision the accuracy "
+                                    "model scores) or one_phase (low precision)"))
         if self.adc_scaling not in ADC_SCALINGS:
             problems.append(Problem("adc_scaling", f"must be one of {list(ADC_SCALINGS)}",
                                     self.adc_scaling, "walden (the default)"))

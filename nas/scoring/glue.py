@@ -134,7 +134,7 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
     if hardware is not None and analog.get_hw(hw).kind == "analog":
         scored_hw = hardware.scored_hw(hw)
         out = _hw_accuracy(cfg, model, data, scored_hw, times, x, y, digital, precision,
-                           hardware.options())
+                           hardware.options(hw))
         return {k.replace(scored_hw, hw, 1): v for k, v in out.items()}
     return _hw_accuracy(cfg, model, data, hw, times, x, y, digital, precision,
                         cfg.hw_eval.options.get(hw))

@@ -32,6 +32,7 @@ against this stated penalty, never against none.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,11 +79,15 @@ class Hardware:
         """The hardware model scored in place of an objective's (``device``, else its own)."""
         return self.device or objective_hw
 
-    def options(self) -> dict[str, Any]:
-        """``analog.aimc.AnalogOptions`` overrides for the accuracy model (read mode applied)."""
+    def options(self, hw: str | None = None) -> dict[str, Any]:
+        """``analog.aimc.AnalogOptions`` overrides for the accuracy model (read mode applied): a
+        one-phase read loses ``ONE_PHASE_DAC_LOSS`` input bits, of ``dac_bits``, else of the
+        scored model's own (``scored_hw(hw)``)."""
         dac = self.dac_bits
-        if self.read_mode == "one_phase" and dac is not None:
-            dac = max(dac - ONE_PHASE_DAC_LOSS, 2)
+        if self.read_mode == "one_phase":
+            name = self.scored_hw(hw) if hw or self.device else None
+            base = dac if dac is not None else (dac_bits_of(name) if name else None)
+            dac = max(base - ONE_PHASE_DAC_LOSS, 2) if base is not None else None
         raw = {"adc_bits": self.adc_bits, "dac_bits": dac, "tile_size": self.tile_size,
                "compensation": self.compensation}
         return {k: v for k, v in raw.items() if v is not None}
@@ -203,11 +208,21 @@ def _device_problems(space: HardwareSpace) -> list[Problem]:
             hw = Hardware(device=device, **{d: pick(v) for d, v in space.dims.items()
                                             if d in ("adc_bits", "dac_bits", "tile_size")})
             try:
-                analog.get_hw(device).describe(**hw.options())
+                analog.get_hw(device).describe(**hw.options(device))
             except ConfigError as err:
                 out += [Problem(f"hw_eval.hardware (device {device})", p.rule, p.value, p.fix)
                         for p in err.problems]
     return out
+
+
+def dac_bits_of(hw: str) -> int | None:
+    """The input (DAC) bits of analog hardware model ``hw`` as built: aihwkit's ``inp_res`` is
+    a level count (> 1) or a resolution (1 / levels); levels are 2 ** bits - 2."""
+    res = analog.get_hw(hw).describe().get("inp_res")
+    if not isinstance(res, int | float) or res <= 0:
+        return None
+    levels = res if res > 1 else 1 / res
+    return round(math.log2(levels + 2))
 
 
 def choose_hardware(trial: Any, space: HardwareSpace) -> Hardware | None:

@@ -43,13 +43,14 @@ def test_tile_size_changes_the_tiling():
 
 
 def test_energy_and_latency_follow_the_published_figures():
-    fig = AnalogFigures()
+    assert AnalogFigures().read_mode == "four_phase"  # the precision the accuracy scores
+    fig = AnalogFigures(read_mode="one_phase")  # the chip's published peak
     assert fig.mvm_ns == pytest.approx(132.9, abs=0.1)  # 63.1 TOPS over 64 cores
     assert fig.mvm_nj == pytest.approx(13.43, abs=0.01)  # 9.76 TOPS/W
     # a full 256x256 tile at 8 bits costs the published MVM; partial tiles cost less
     assert fig.tile_mvm_nj(256, 256) == pytest.approx(fig.mvm_nj)
     assert fig.tile_mvm_nj(27, 150) < fig.tile_mvm_nj(256, 150) < fig.tile_mvm_nj(256, 256)
-    cost = analog_cost(_model(), (3, 8, 8), tile_size=256, per_layer=True)
+    cost = analog_cost(_model(), (3, 8, 8), tile_size=256, per_layer=True, figures=fig)
     assert cost["estimate"] is True
     conv, linear = cost["layers"]
     assert conv["energy_nj"] == pytest.approx(64 * 2 * fig.tile_mvm_nj(27, 150))
@@ -72,10 +73,12 @@ def test_hardware_model_sets_tile_size_bits_and_read_mode():
     from hw_cost.analog_cost import figures_for
 
     pcm, hermes = figures_for("pcm"), figures_for("pcm_hermes")
-    assert (pcm.tile_rows, pcm.adc_bits, pcm.read_mode) == (512, 9, "one_phase")
+    assert (pcm.tile_rows, pcm.adc_bits, pcm.read_mode) == (512, 9, "four_phase")
     # one- vs four-phase is how signed inputs meet signed weights, not devices per weight:
-    # HERMES' two devices per weight do not make it four-phase
-    assert hermes.read_mode == "one_phase"
+    # HERMES' two devices per weight leave the read mode as it was asked
+    assert hermes.read_mode == "four_phase"
+    assert figures_for("pcm_hermes", AnalogFigures(read_mode="one_phase")).read_mode == \
+        "one_phase"
     assert figures_for("pcm_hermes", AnalogFigures(read_mode="four_phase")).read_mode == \
         "four_phase"
     assert figures_for("pcm", AnalogFigures()).tile_rows == 512
@@ -154,7 +157,7 @@ def test_hermes_two_devices_per_sign_fill_one_cell():
     assert hermes["energy_uj"] == pytest.approx(pcm["energy_uj"])
     assert (hermes["devices_per_weight"], pcm["devices_per_weight"]) == (4, 2)
     assert hermes["cells_per_weight"] == pcm["cells_per_weight"] == 1
-    assert hermes["assumptions"]["read_mode"] == "one_phase"
+    assert hermes["assumptions"]["read_mode"] == "four_phase"
 
 
 def test_a_tile_taller_than_a_core_converts_once_per_core_slice():
@@ -183,7 +186,7 @@ def test_every_estimate_carries_its_assumptions_and_range():
     cost = analog_cost(_model(), (3, 8, 8), hw="pcm", hw_options={"adc_bits": 10})
     assumed = cost["assumptions"]
     assert (assumed["adc_share"], assumed["adc_bits"], assumed["tile"], assumed["read_mode"]) \
-        == (0.5, 10, "512x512", "one_phase")
+        == (0.5, 10, "512x512", "four_phase")
     assert "lower bound" in assumed["digital_reference"] and "lower bound" in \
         cost["digital_reference_is"]
     span = cost["energy_uj_range"]

@@ -58,7 +58,7 @@ def test_hw_option_gives_the_estimate_its_tiles(capsys, db):
     plain = json.loads(_run(capsys, *args)[1])
     hermes = json.loads(_run(capsys, *args, "--hw", "pcm_hermes")[1])
     assert plain["analog"]["tile_size"] == 512 and plain["analog"]["hw"] is None
-    assert (hermes["analog"]["hw"], hermes["analog"]["read_mode"]) == ("pcm_hermes", "one_phase")
+    assert (hermes["analog"]["hw"], hermes["analog"]["read_mode"]) == ("pcm_hermes", "four_phase")
     assert CostCache(db).stats()["costs"] == 1  # one timing serves every hardware model
     assert hermes["analog_energy_uj"] > plain["analog_energy_uj"]  # its 9-bit ADC costs more
 
@@ -84,7 +84,7 @@ def test_cache_export(capsys, db, tmp_path):
     # each row says which arch and hardware model it prices, and carries its figures
     assert est["arch"].tolist() == [ARCH, ARCH]
     assert sorted(est["hw"].fillna("(default)")) == ["(default)", "pcm_hermes"]
-    assert est.set_index("hw")["read_mode"].get("pcm_hermes") == "one_phase"
+    assert est.set_index("hw")["read_mode"].get("pcm_hermes") == "four_phase"
     assert (est["energy_uj"] > 0).all() and est["key"].is_unique
 
 

@@ -47,7 +47,7 @@ def test_the_hermes_like_model_is_charged_for_the_periphery_it_scores() -> None:
     assert scored["input_range"] and scored["noise_management"] == "CONSTANT"
     assert scored["bound_management"] == "NONE"  # one MVM per input vector, as charged
     assert (charged.tile_rows, charged.tile_cols) == (scored["tile_rows"], scored["tile_cols"])
-    assert (charged.tile_rows, charged.adc_bits, charged.read_mode) == (256, 8, "one_phase")
+    assert (charged.tile_rows, charged.adc_bits, charged.read_mode) == (256, 8, "four_phase")
     assert figures_for("pcm").tile_rows == 512  # the idealised model keeps its own tiles
 
 

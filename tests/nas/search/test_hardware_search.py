@@ -154,3 +154,14 @@ def test_the_hardware_string_reaches_the_table_folder_and_card() -> None:
     assert len({candidate_dirname(a) for a in attrs}) == 2  # one arch, two chips: two models
     modes = [energy_section(a, a["info"])["read_mode"] for a in attrs]
     assert modes == ["one_phase", "four_phase"]  # every energy figure names its read mode
+
+
+def test_a_one_phase_read_loses_a_bit_of_the_scored_models_own_dac() -> None:
+    """Without ``dac_bits`` searched, one-phase still costs input precision: one bit of the
+    scored model's own (8 for pcm_static, 7 for pcm), never none."""
+    from nas.study.hardware import dac_bits_of
+
+    assert (dac_bits_of("pcm_static"), dac_bits_of("pcm")) == (8, 7)
+    assert Hardware(read_mode="one_phase").options("pcm_static") == {"dac_bits": 7}
+    assert Hardware(device="pcm", read_mode="one_phase").options("pcm_static") == {"dac_bits": 6}
+    assert Hardware(read_mode="four_phase").options("pcm_static") == {}
