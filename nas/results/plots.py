@@ -42,6 +42,19 @@ def _error_bars(ax: Any, trials: list[Any], x_key: str, y_key: str, c: str) -> N
                     ecolor=c, elinewidth=1, capsize=2, zorder=2)
 
 
+def _latency_bars(ax: Any, trials: list[Any], x_key: str, y_key: str, c: str) -> bool:
+    """The p10-p90 of each front point's timed calls, as horizontal bars (latency axis only)."""
+    if x_key != "latency_ms":
+        return False
+    x, lo, hi = (_attr(trials, k) for k in (x_key, "latency_p10_ms", "latency_p90_ms"))
+    if not (len(x) and np.isfinite(lo).any() and np.isfinite(hi).any()):
+        return False
+    err = np.vstack([np.nan_to_num(x - lo).clip(0), np.nan_to_num(hi - x).clip(0)])
+    ax.errorbar(x, _attr(trials, y_key), xerr=err, fmt="none", ecolor=c, elinewidth=1,
+                capsize=2, zorder=2)
+    return True
+
+
 def pareto_figure(cfg: StudyConfig, study: optuna.Study, front: Front) -> Figure:
     x_obj, y_obj = _axes(cfg)
     done = completed(study)
@@ -60,7 +73,9 @@ def pareto_figure(cfg: StudyConfig, study: optuna.Study, front: Front) -> Figure
     ax.step(fx[order], fy[order], where="post", c="C3", lw=1.2)
     _error_bars(ax, ok, x_obj.key, y_obj.key, c="0.7")
     _error_bars(ax, front.trials, x_obj.key, y_obj.key, c="C3")
-    ax.scatter(fx, fy, s=40, c="C3", zorder=3, label=f"Pareto front: {y_obj.label} (bars: ±1 SE)")
+    timed = _latency_bars(ax, front.trials, x_obj.key, y_obj.key, c="C3")
+    bars = "±1 SE" + (", latency p10-p90 of the timed calls" if timed else "")
+    ax.scatter(fx, fy, s=40, c="C3", zorder=3, label=f"Pareto front: {y_obj.label} (bars: {bars})")
     if front.resolved is not None and not all(front.resolved):
         weak = ~np.array(front.resolved)
         ax.scatter(fx[weak], fy[weak], s=90, facecolors="none", edgecolors="k", zorder=4,

@@ -23,6 +23,8 @@ from nas.results import summary
 from nas.results.export import candidate_dirname
 from nas.results.free_front import front_change
 from nas.results.plots import hv_figure, pairs_figure, pareto_figure
+from nas.results.run_settings import digital_below_note, overrides, settings_rows
+from nas.results.trials_table import short_table
 from nas.search.prior_rung import is_prior
 from nas.study import store
 from nas.study.config import StudyConfig
@@ -43,7 +45,8 @@ def _img(b64: str, alt: str) -> str:
 
 
 def _table(frame: pd.DataFrame, cls: str = "") -> str:
-    return frame.to_html(index=False, escape=True, na_rep="", classes=cls, float_format="%.4g")
+    table = frame.to_html(index=False, escape=True, na_rep="", classes=cls, float_format="%.4g")
+    return f"<div class='wide'>{table}</div>"  # a wide table scrolls; the page does not
 
 
 _ENERGY = (("analog_energy_uj", "energy analog uJ (estimate)"),
@@ -136,13 +139,20 @@ def _header(cfg: StudyConfig, study: optuna.Study, front: summary.Front) -> str:
         "sampler": cfg.sampler.name, "trials": ", ".join(f"{k} {v}" for k, v in states.items()),
         "feasible complete": front.n_feasible, **_free_rung(study), **_ended_by(cfg, study),
         "front size": len(front.trials), **_shrink_line(cfg, front),
-        "hypervolume": f"{front.hypervolume:.6g} (reference {ref})",
+        "hypervolume": f"{front.hypervolume:.6g} (reference {ref})", **settings_rows(cfg),
         "report device": prov["device"], "git": prov["git"], "generated (UTC)": prov["time_utc"],
         "versions": ", ".join(f"{k} {v}" for k, v in prov["versions"].items()),
     }
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
                    for k, v in items.items())
+    changed = overrides(cfg)
     desc = f"<p>{html.escape(cfg.description)}</p>" if cfg.description else ""
+    if changed:  # the file's description may describe a schedule or scoring this run replaced
+        listed = "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>"
+                         for k, v in changed.items())
+        desc = (f"<p class='warn'>This run overrode its study file ({len(changed)} field(s)); "
+                "the file's description below may describe what was replaced:</p>"
+                f"<ul>{listed}</ul>{desc}")
     return f"<h1>Study {html.escape(cfg.name)}</h1>{desc}<table class='meta'>{rows}</table>"
 
 
@@ -177,7 +187,9 @@ def _free_rung(study: optuna.Study) -> dict[str, str]:
 
 _CSS = """body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;
 font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}
-table.meta th{background:#f3f3f3}img{max-width:100%;margin:1em 0}"""
+table.meta th{background:#f3f3f3}img{max-width:100%;margin:1em 0}
+.warn{background:#fff3cd;padding:6px}.note{background:#eef;padding:6px}
+.wide{overflow-x:auto}summary{cursor:pointer;margin:1em 0}"""
 
 
 def write_report(study_dir: str | Path) -> Path:
@@ -198,11 +210,16 @@ def write_report(study_dir: str | Path) -> Path:
     ahead = [c for c in ("rung", "prior", "prior_score") if c in frame.columns]
     frame = frame[[*frame.columns[:4], *ahead, *(c for c in frame.columns[4:]
                                                if c not in ahead)]]
+    note = digital_below_note(cfg, front)
     parts = [_header(cfg, study, front), "<h2>Figures</h2>",
              *[_img(b, alt) for b, alt in figs],
              "<h2>Pareto front</h2>", _table(_front_frame(cfg, front, study_dir)),
+             f"<p class='note'>{html.escape(note)}</p>" if note else "",
              _change_section(cfg, study, front),
-             _finalize_section(study_dir), "<h2>All trials</h2>", _table(frame, "trials")]
+             _finalize_section(study_dir), "<h2>All trials</h2>",
+             _table(short_table(cfg, study, on_front), "trials"),
+             f"<details><summary>Every stored column ({len(frame.columns)}; also in trials.csv "
+             "and trials.parquet)</summary>", _table(frame, "trials"), "</details>"]
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(cfg.name)}"
             f"</title><style>{_CSS}</style></head><body>{''.join(parts)}</body></html>")
     out = study_dir / "report.html"
