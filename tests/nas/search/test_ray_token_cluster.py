@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,21 +54,23 @@ def stop_processes_under(temp: Path) -> None:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     root = tmp_path_factory.mktemp("ray_token")
-    home, temp, port = root / "home", root / "r", free_port()
+    # Ray's socket paths live under --temp-dir and must stay under 107 bytes: a short folder
+    home, temp, port = root / "home", Path(tempfile.mkdtemp(prefix="rt")), free_port()
     home.mkdir()
     env = env_for(home)
     assert "ray get-auth-token --generate > /dev/null" in DOCS
     assert ray(["get-auth-token", "--generate"], env).returncode == 0
     assert (home / ".ray" / "auth_token").is_file()
     assert "RAY_AUTH_MODE=token ray start --head --port 6379 --num-cpus 8" in DOCS
-    started = ray(["start", "--head", "--port", str(port), "--num-cpus", "1",
-                   "--include-dashboard", "false", "--node-ip-address", "127.0.0.1",
-                   "--temp-dir", str(temp)], {**env, "RAY_AUTH_MODE": "token"})
-    assert started.returncode == 0, started.stderr[-2000:]
-    try:
+    try:  # stopped even when the start fails half-way: no head left for other tests to find
+        started = ray(["start", "--head", "--port", str(port), "--num-cpus", "1",
+                       "--include-dashboard", "false", "--node-ip-address", "127.0.0.1",
+                       "--temp-dir", str(temp)], {**env, "RAY_AUTH_MODE": "token"})
+        assert started.returncode == 0, started.stderr[-2000:]
         yield f"127.0.0.1:{port}", home
     finally:
         stop_processes_under(temp)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def search(address: str, out: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
