@@ -80,7 +80,7 @@ class LatencyBackend(Protocol):
     def peak_memory_bytes(self, device: str) -> int | None: ...
 
 
-BACKENDS: Registry[type[LatencyBackend]] = Registry("latency backend")
+BACKENDS: Registry[type[LatencyBackend]] = Registry("latency backend", "hwnas.latency_backends")
 
 
 _NATIVE = {"fp16": ("avx512_fp16", "amx_fp16", "fphp", "asimdhp"),

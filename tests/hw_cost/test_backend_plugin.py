@@ -88,3 +88,23 @@ def test_a_study_on_an_unknown_backend_is_refused_before_any_trial() -> None:
     with pytest.raises(ConfigError, match="latency backend") as err:
         validate_study(raw)
     assert "cpu" in str(err.value) and "cuda" in str(err.value)
+    assert "hwnas.latency_backends" in str(err.value)
+
+
+def test_a_backend_without_ceilings_is_a_clear_roofline_error(monkeypatch) -> None:
+    from hw_cost import backends, roofline
+
+    monkeypatch.setattr(backends.CpuBackend, "matmul_n", ())
+    with pytest.raises(ConfigError, match="ceilings") as err:
+        roofline.measure_ceilings(threads=1)
+    assert err.value.problems[0].fix
+
+
+def test_cuda_is_a_clear_error_where_it_is_absent() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ConfigError) as err:
+        validate(device="cuda")
+    assert err.value.problems[0].where == "device" and err.value.problems[0].fix
