@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from hw_cost.analog_cost import analog_cost, figures_for, flat_analog
-from hw_cost.backends import fingerprint_hash, get_backend
+from hw_cost.backends import BACKENDS, fingerprint_hash, get_backend
 from hw_cost.cache import CostCache, CostKey
 from hw_cost.estimate_cache import estimate_fields, estimate_parts, split_estimate, stored_estimate
 from hw_cost.latency import StopRule, measure_latency
@@ -176,7 +176,7 @@ def _timing_options(num_classes: int, channels_last: bool, compile: bool | str, 
     ``hw``/``hw_options`` or a tile size are not looked up: those archs are timed again."""
     options = {"num_classes": num_classes, "channels_last": channels_last, "compile": compile,
                "tile_size": None, "clock": clock, "form": form}
-    if backend == "cuda":
+    if BACKENDS.get(backend).tf32_matters:
         options["tf32"] = tf32
     return options
 

@@ -1,9 +1,13 @@
 """Latency backends: how to time one call on a device, and what identifies that device.
 
-A backend is registered by name in ``BACKENDS`` (``cpu``, ``cuda``); ``measure_latency`` picks
-one from the device string. Each backend knows whether it is usable here, pins the execution
-context for the measurement (thread count on CPU, current device on CUDA), times calls, and
-returns a fingerprint: the facts that must match before two latency figures may be compared.
+A backend is registered by name in ``BACKENDS`` (``cpu``, ``cuda``, and any a plugin adds
+through the ``hwnas.latency_backends`` entry-point group); ``measure_latency`` picks one from the
+device string's part before ``:``. A backend holds every device-specific fact: whether it is
+usable here, the torch device a model and input are placed on, the execution context of a
+measurement (thread count, current device), the timer and synchronisation, the clocks and
+deployed forms it can time, the roofline's kernel sizes and cache levels, and a fingerprint: the
+facts that must match before two latency figures may be compared. Code outside this module asks
+the backend; it never compares device names.
 """
 
 from __future__ import annotations
@@ -29,6 +33,32 @@ from hwnas.common.threads import torch_threads
 
 class LatencyBackend(Protocol):
     name: str
+    clocks: tuple[str, ...]  # the clocks ``time_ms`` offers ("wall", "thread")
+    matmul_n: tuple[int, ...]  # roofline matmul sizes; empty: no ceilings (roofline refuses)
+    copy_bytes: int  # roofline copy far larger than any cache (DRAM)
+    tf32_matters: bool  # TF32 changes its figures, so TF32 is part of its cache keys
+    measures_activation_memory: bool  # peak activation memory is measured, not estimated
+    profiles_device: bool  # torch.profiler records device kernels (CUDA activity)
+
+    def place(self, device: str) -> str:
+        """The torch device the model and its input are moved to."""
+        ...
+
+    def unsupported_form(self, form: str) -> Problem | None:
+        """Why this backend never runs deployed ``form`` (None when it does)."""
+        ...
+
+    def emulated_form(self, form: str) -> Problem | None:
+        """Why ``form`` on this machine would be software emulation (None when native)."""
+        ...
+
+    def cache_levels(self, device: str) -> dict[str, int]:
+        """Cache levels given a roofline roof of their own, with their sizes in bytes."""
+        ...
+
+    def scrub_bytes(self) -> int:
+        """Bytes written between block timings to evict weights from cache (0: none)."""
+        ...
 
     def availability(self, device: str) -> Problem | None: ...
 
@@ -50,7 +80,12 @@ class LatencyBackend(Protocol):
     def peak_memory_bytes(self, device: str) -> int | None: ...
 
 
-BACKENDS: Registry[type[LatencyBackend]] = Registry("latency backend")
+BACKENDS: Registry[type[LatencyBackend]] = Registry("latency backend", "hwnas.latency_backends")
+
+
+_NATIVE = {"fp16": ("avx512_fp16", "amx_fp16", "fphp", "asimdhp"),
+           "bf16": ("avx512_bf16", "amx_bf16", "bf16")}
+_LEVELS = ("L2", "LLC")  # CPU cache levels given a bandwidth ceiling of their own
 
 
 def fingerprint_hash(fingerprint: dict[str, object]) -> str:
@@ -65,9 +100,37 @@ class CpuBackend:
     a fixed torch intra-op thread count."""
 
     name = "cpu"
+    clocks = ("wall", "thread")
+    matmul_n = (256, 512, 1024)
+    copy_bytes = 256 * 2**20
+    tf32_matters = False
+    measures_activation_memory = False
+    profiles_device = False
 
     def availability(self, device: str) -> Problem | None:
         return None
+
+    def place(self, device: str) -> str:
+        return "cpu"
+
+    def unsupported_form(self, form: str) -> Problem | None:
+        return None
+
+    def emulated_form(self, form: str) -> Problem | None:
+        # Without native half arithmetic a CPU emulates it: the timing says nothing of a
+        # deployment.
+        if form in _NATIVE and not cpu_flags() & set(_NATIVE[form]):
+            return Problem("form", f"{form} on this CPU is software emulation (none of the "
+                           f"flags {list(_NATIVE[form])}), not a deployed form",
+                           f"{form} on {self.name}",
+                           "use --form int8 or eager on this CPU, or --device cuda")
+        return None
+
+    def cache_levels(self, device: str) -> dict[str, int]:
+        return {k: v for k, v in cache_sizes().items() if k in _LEVELS}
+
+    def scrub_bytes(self) -> int:
+        return 2 * l2_cache_bytes()
 
     @contextmanager
     def session(self, device: str, threads: int | None) -> Iterator[int]:
@@ -101,7 +164,7 @@ class CpuBackend:
         return None  # torch keeps no peak statistics of host memory
 
     def fingerprint(self, device: str, threads: int) -> dict[str, object]:
-        return {"backend": "cpu", "device": cpu_model(), "threads": threads,
+        return {"backend": self.name, "device": cpu_model(), "threads": threads,
                 "isa": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__}
 
 
@@ -150,9 +213,36 @@ class CudaBackend:
     """CUDA-event timing of each call, synchronised on the end event (no host-side guesswork)."""
 
     name = "cuda"
+    clocks = ("wall",)
+    matmul_n = (4096, 8192)
+    copy_bytes = 1024 * 2**20
+    tf32_matters = True
+    measures_activation_memory = True
+    profiles_device = True
 
     def availability(self, device: str) -> Problem | None:
         return device_problem(device)
+
+    def place(self, device: str) -> str:
+        return str(device)
+
+    def unsupported_form(self, form: str) -> Problem | None:
+        # The one place the rule lives: study validation and hw_cost.forms both ask here.
+        if form == "int8":
+            return Problem("form", "int8 is torchao's x86 int8 model, which runs on CPU only",
+                           f"int8 on {self.name}", "use --device cpu, or --form fp16/bf16 on a GPU")
+        return None
+
+    def emulated_form(self, form: str) -> Problem | None:
+        return None
+
+    def cache_levels(self, device: str) -> dict[str, int]:
+        l2 = int(getattr(torch.cuda.get_device_properties(torch.device(device)),
+                         "L2_cache_size", 0))
+        return {"L2": l2} if l2 > 0 else {}
+
+    def scrub_bytes(self) -> int:
+        return 0  # block timings on a GPU are not scrubbed (as before)
 
     @contextmanager
     def session(self, device: str, threads: int | None) -> Iterator[int]:
@@ -237,5 +327,11 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+def backend_name(device: str) -> str:
+    """The backend a device string names: its part before ``:`` (``cuda:1`` -> ``cuda``)."""
+    return str(device).split(":", 1)[0]
+
+
 def get_backend(device: str) -> LatencyBackend:
-    return BACKENDS.get(str(device).split(":", 1)[0])()
+    """The backend of ``device``; an unknown name is a ``ConfigError`` listing the known ones."""
+    return BACKENDS.get(backend_name(device))()

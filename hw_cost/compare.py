@@ -85,7 +85,7 @@ def compare_latency(models: dict[str, nn.Module], input_shape: Sequence[int], *,
     samples: dict[str, list[float]] = {n: [] for n in names}
     per_round: dict[str, list[float]] = {n: [] for n in names}
     with backend.session(target.device, threads), torch.inference_mode():
-        fns = {n: prepare(m, target.input_shape, device=target.device, batch_size=batch_size,
+        fns = {n: prepare(m, target.input_shape, device=target.place, batch_size=batch_size,
                           dtype=targets[forms[n]].torch_dtype, channels_last=False,
                           compile=False, form=forms[n]) for n, m in models.items()}
         for fn in fns.values():

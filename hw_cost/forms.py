@@ -12,7 +12,8 @@ measurement names the form of the model it times:
     bf16     the same in bfloat16 (a CPU needs native bf16 arithmetic)
 
 Forms are a registry (``FORMS``) of functions ``(model, example) -> module``; ``form_problems``
-says why a form cannot run on a device, before anything is built.
+says why a form cannot run on a device, before anything is built (which forms a device runs, and
+which it would only emulate, is the latency backend's to say: ``hw_cost.backends``).
 """
 
 from __future__ import annotations
@@ -30,10 +31,6 @@ FormFn = Callable[[nn.Module, Tensor], nn.Module]
 FORMS: Registry[FormFn] = Registry("latency form")
 # The dtype a form computes in; other forms compute in the measurement's dtype.
 FORM_DTYPES = {"fp16": "fp16", "bf16": "bf16"}
-# CPU flags (/proc/cpuinfo) that give native half-precision arithmetic; without one, a CPU
-# emulates it in software and the timing says nothing about a deployment.
-_NATIVE = {"fp16": ("avx512_fp16", "amx_fp16", "fphp", "asimdhp"),
-           "bf16": ("avx512_bf16", "amx_bf16", "bf16")}
 CALIB_IMAGES = 8
 
 
@@ -79,25 +76,23 @@ def _half(model: nn.Module, example: Tensor) -> nn.Module:
 
 def form_problems(form: str, backend: str, dtype: str) -> list[Problem]:
     """Why ``form`` cannot be timed on ``backend`` in ``dtype`` (empty when it can)."""
-    from hw_cost.backends import cpu_flags
+    from hw_cost.backends import BACKENDS
 
     if form not in FORMS:
         return [Problem("form", f"must be one of {FORMS.list()}", form,
                         "pass --form eager, compile, int8, fp16 or bf16")]
-    if form == "int8" and backend != "cpu":
-        return [Problem("form", "int8 is torchao's x86 int8 model, which runs on CPU only",
-                        f"int8 on {backend}", "use --device cpu, or --form fp16/bf16 on a GPU")]
+    device = BACKENDS.get(backend)() if backend in BACKENDS else None
+    unsupported = device.unsupported_form(form) if device else None
+    if unsupported:
+        return [unsupported]
     if form == "int8" and dtype != "fp32":
         return [Problem("dtype", "the int8 form quantizes the fp32 model", dtype,
                         "leave --dtype fp32 with --form int8")]
     if form in FORM_DTYPES and dtype not in ("fp32", FORM_DTYPES[form]):
         return [Problem("dtype", f"the {form} form computes in {form}", dtype,
                         f"leave --dtype out (or pass {form}) with --form {form}")]
-    if form in _NATIVE and backend == "cpu" and not cpu_flags() & set(_NATIVE[form]):
-        return [Problem("form", f"{form} on this CPU is software emulation (none of the flags "
-                        f"{list(_NATIVE[form])}), not a deployed form", f"{form} on cpu",
-                        "use --form int8 or eager on this CPU, or --device cuda")]
-    return []
+    emulated = device.emulated_form(form) if device else None
+    return [emulated] if emulated else []
 
 
 def form_dtype(form: str, dtype: str) -> str:

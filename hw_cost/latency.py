@@ -198,12 +198,12 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
     with (backend.session(target.device, threads) as used_threads, torch.inference_mode(),
           backend.precision(target.device, tf32) as numerics):
         backend.reset_peak_memory(target.device)
-        fn = prepare(model, target.input_shape, device=target.device, batch_size=batch_size,
+        fn = prepare(model, target.input_shape, device=target.place, batch_size=batch_size,
                      dtype=target.torch_dtype, channels_last=channels_last, compile=compile,
                      form=form)
         between = None
         if scrub_bytes > 0:
-            scrub = torch.zeros(scrub_bytes // 4, device=target.device)
+            scrub = torch.zeros(scrub_bytes // 4, device=target.place)
             between = lambda: scrub.add_(1.0)  # noqa: E731
         with _quiet_gc():
             samples, stable = time_adaptive(fn, backend, target.device, rule, clock, between)

@@ -22,7 +22,7 @@ import torch
 from scipy.stats import theilslopes
 from torch import nn
 
-from hw_cost.backends import fingerprint_hash, l2_cache_bytes
+from hw_cost.backends import fingerprint_hash, get_backend
 from hw_cost.cache import CostCache
 from hw_cost.latency import StopRule, measure_latency
 
@@ -98,7 +98,7 @@ class LatencyLUT:
         self.cache, self.fingerprint = cache, fingerprint
         self.device, self.dtype, self.threads, self.rule = device, dtype, threads, rule
         self.clock = clock
-        self.scrub_bytes = 2 * l2_cache_bytes() if device == "cpu" else 0
+        self.scrub_bytes = get_backend(device).scrub_bytes()
         self.prefix = f"{fingerprint_hash(fingerprint)}:{dtype}:{clock}"
         self.measured = 0  # blocks timed by this object (the rest came from the cache)
 

@@ -37,6 +37,7 @@ class Target:
     input_shape: tuple[int, ...]
     clock: str = "wall"
     form: str = "eager"  # the deployed form timed (hw_cost.forms); dtype is the one it computes in
+    place: str = "cpu"  # the torch device the model and input are moved to (backend.place)
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -44,12 +45,15 @@ class Target:
 
 
 def _device_problems(device: str) -> tuple[str, list[Problem]]:
-    from hw_cost.backends import BACKENDS
+    from hw_cost.backends import BACKENDS, backend_name
 
-    backend = str(device).split(":", 1)[0]
+    backend = backend_name(device)
     if backend not in BACKENDS:
-        return backend, [Problem("device", f"must be one of {BACKENDS.list()} (optionally "
-                                 "'cuda:N')", device, "use --device cpu or --device cuda")]
+        return backend, [Problem("device", f"must be one of {BACKENDS.list()} (the "
+                                 "latency backends, optionally with ':N')", device,
+                                 "use --device cpu or --device cuda, or install the package "
+                                 "that declares this backend under the entry-point group "
+                                 "hwnas.latency_backends (docs/plugins.md)")]
     index = str(device).split(":", 1)[1] if ":" in str(device) else "0"
     if not index.isdigit():
         return backend, [Problem("device", "the device index must be a non-negative integer",
@@ -84,13 +88,19 @@ def validate(*, device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
     problems += form_problems(form, backend, dtype)
     if problems:
         raise ConfigError(problems)
-    return Target(backend, str(device), form_dtype(form, dtype), batch_size, shape, clock, form)
+    from hw_cost.backends import BACKENDS
+
+    place = BACKENDS.get(backend)().place(str(device))
+    return Target(backend, str(device), form_dtype(form, dtype), batch_size, shape, clock, form,
+                  place)
 
 
 def _clock_problems(clock: str, backend: str, threads: int | None) -> list[Problem]:
+    from hw_cost.backends import BACKENDS
+
     if clock not in CLOCKS:
         return [Problem("clock", f"must be one of {list(CLOCKS)}", clock, "pass --clock wall")]
-    if clock == "thread" and backend != "cpu":
+    if backend in BACKENDS and clock not in BACKENDS.get(backend).clocks:
         return [Problem("clock", "the thread clock exists on CPU only", f"{clock} on {backend}",
                         "use --clock wall (CUDA events) on a GPU")]
     if clock == "thread" and threads != 1:

@@ -46,11 +46,11 @@ def profile_model(model: nn.Module, input_shape: Sequence[int], *, trace: str | 
     target = validate(device=device, batch_size=batch_size, dtype=dtype,
                       input_shape=input_shape, threads=threads, form=form)
     backend = get_backend(target.device)
-    on_gpu = target.backend == "cuda"
+    on_gpu = backend.profiles_device
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
     with (backend.session(target.device, threads) as used, torch.inference_mode(),
           backend.precision(target.device, tf32)):
-        fn = prepare(model, target.input_shape, device=target.device, batch_size=batch_size,
+        fn = prepare(model, target.input_shape, device=target.place, batch_size=batch_size,
                      dtype=target.torch_dtype, channels_last=channels_last, compile=False,
                      form=form)
         for _ in range(warmup):  # compilation and first-call costs stay out of the profile

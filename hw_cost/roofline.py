@@ -27,13 +27,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from hw_cost.backends import cache_sizes, fingerprint_hash, get_backend
+from hw_cost.backends import BACKENDS, fingerprint_hash, get_backend
 from hw_cost.options import validate
+from hwnas.common.errors import ConfigError
 
-# Matmul sizes tried for the compute peak, and the copy far larger than any cache (DRAM).
-_MATMUL_N = {"cpu": (256, 512, 1024), "cuda": (4096, 8192)}
-_COPY_BYTES = {"cpu": 256 * 2**20, "cuda": 1024 * 2**20}
-_LEVELS = ("L2", "LLC")  # cache levels given a bandwidth ceiling of their own (CPU)
+# The matmul sizes tried for the compute peak and the DRAM copy are the backend's
+# (``matmul_n``, ``copy_bytes``); so are the cache levels with a roof of their own.
 _WARMUP_S = 0.2  # per kernel: clocks up, pages touched, kernels chosen
 _TIMED_S = 0.3  # per kernel: timed calls after warm-up (best of them is kept)
 VERSION = 2  # cached ceilings of an older definition are measured again
@@ -92,7 +91,7 @@ def _copy_rate(nbytes: int, target, backend, clock: str, **timing) -> float:
     """Bytes/s of copying ``nbytes`` (each byte read once, written once; ``nbytes`` in total)."""
     size = torch.empty((), dtype=target.torch_dtype).element_size()
     numel = max(1, nbytes // (2 * size))
-    src = torch.randn(numel, device=target.device, dtype=target.torch_dtype)
+    src = torch.randn(numel, device=target.place, dtype=target.torch_dtype)
     dst = torch.empty_like(src)
     # Copies that fit in a cache take microseconds: time a batch of them per call, so the
     # clock's own cost and the loop stay negligible.
@@ -103,15 +102,6 @@ def _copy_rate(nbytes: int, target, backend, clock: str, **timing) -> float:
             dst.copy_(src)
     ms, _ = best_ms(run, backend, target.device, clock, **timing)
     return 2 * numel * size * inner / (ms / 1e3)
-
-
-def _levels(target) -> dict[str, int]:
-    """Cache levels given a roof of their own: the CPU's L2 and LLC, a GPU's L2."""
-    if target.backend == "cpu":
-        return {k: v for k, v in cache_sizes().items() if k in _LEVELS}
-    l2 = int(getattr(torch.cuda.get_device_properties(torch.device(target.device)),
-                     "L2_cache_size", 0))
-    return {"L2": l2} if l2 > 0 else {}
 
 
 def measure_ceilings(*, device: str = "cpu", dtype: str = "fp32", threads: int | None = None,
@@ -127,14 +117,19 @@ def measure_ceilings(*, device: str = "cpu", dtype: str = "fp32", threads: int |
     backend = get_backend(target.device)
     timing = {"warmup_s": _WARMUP_S if warmup_s is None else warmup_s,
               "timed_s": _TIMED_S if timed_s is None else timed_s, "min_repeats": repeats}
-    levels = _levels(target)
-    copy_bytes = copy_bytes or _COPY_BYTES[target.backend]
+    if not (matmul_n or backend.matmul_n):
+        raise ConfigError.one("device", "the roofline needs a backend with known ceilings "
+                              "(matmul_n empty: peak FLOP/s and bandwidth unknown)", device,
+                              "use the measured latency (hw_cost.cost_of), or give the backend "
+                              "matmul_n and copy_bytes")
+    levels = backend.cache_levels(target.device)
+    copy_bytes = copy_bytes or backend.copy_bytes
     with (backend.session(target.device, threads) as used, torch.inference_mode(),
           backend.precision(target.device, tf32) as numerics):
         rates = {}
-        for n in matmul_n or _MATMUL_N[target.backend]:
-            a = torch.randn(n, n, device=target.device, dtype=target.torch_dtype)
-            b = torch.randn(n, n, device=target.device, dtype=target.torch_dtype)
+        for n in matmul_n or backend.matmul_n:
+            a = torch.randn(n, n, device=target.place, dtype=target.torch_dtype)
+            b = torch.randn(n, n, device=target.place, dtype=target.torch_dtype)
             ms, _ = best_ms(lambda a=a, b=b: torch.mm(a, b), backend, target.device, clock,
                             **timing)
             rates[n] = 2 * n**3 / (ms / 1e3)
@@ -152,8 +147,10 @@ def measure_ceilings(*, device: str = "cpu", dtype: str = "fp32", threads: int |
 
 
 def ceilings_key(fingerprint: dict, dtype: str, clock: str = "wall", tf32: bool = False) -> str:
-    # TF32 only changes CUDA figures; CPU keys stay as they were.
-    suffix = ":tf32" if tf32 and fingerprint.get("backend") == "cuda" else ""
+    # TF32 only changes the figures of a backend it matters to; other keys stay as they were.
+    name = str(fingerprint.get("backend"))
+    matters = name in BACKENDS and BACKENDS.get(name).tf32_matters
+    suffix = ":tf32" if tf32 and matters else ""
     return f"{fingerprint_hash(fingerprint)}:{dtype}:{clock}:v{VERSION}{suffix}"
 
 

@@ -18,6 +18,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from hw_cost.backends import get_backend
 from hw_cost.options import validate
 
 
@@ -120,12 +121,12 @@ def static_costs(model: nn.Module, input_shape: Sequence[int], *, batch_size: in
     from hooks.
     """
     target = validate(device=device, batch_size=batch_size, dtype=dtype, input_shape=input_shape)
-    model = copy.deepcopy(model).eval().to(device=target.device, dtype=target.torch_dtype)
-    x = torch.randn(batch_size, *target.input_shape, device=target.device,
+    model = copy.deepcopy(model).eval().to(device=target.place, dtype=target.torch_dtype)
+    x = torch.randn(batch_size, *target.input_shape, device=target.place,
                     dtype=target.torch_dtype)
     flops, by_op = count_flops(model, x)
     act = activation_memory_hooks(model, x)
-    measured = target.backend == "cuda"
+    measured = get_backend(target.device).measures_activation_memory
     if measured:
         act["peak_activation_bytes"] = activation_memory_cuda(model, x)
     return {

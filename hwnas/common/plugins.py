@@ -1,7 +1,7 @@
 """User extensions: entry points and the study file's ``plugins:`` list.
 
-A plugin is a Python module that registers spaces, hardware models, data sets or metrics with the
-usual decorators when it is imported. It reaches hwnas in one of two ways:
+A plugin is a Python module that registers spaces, hardware models, data sets, metrics or latency
+backends with the usual decorators when it is imported. It reaches hwnas in one of two ways:
 
 * an installed package declares an entry point in one of ``GROUPS`` (the entry point's value is
   the module to import), e.g. in its ``pyproject.toml``::
@@ -28,7 +28,8 @@ from pathlib import Path
 
 from hwnas.common.errors import HwnasError
 
-GROUPS = ("hwnas.spaces", "hwnas.hardware", "hwnas.datasets", "hwnas.metrics")
+GROUPS = ("hwnas.spaces", "hwnas.hardware", "hwnas.datasets", "hwnas.metrics",
+          "hwnas.latency_backends")
 
 _loaded: dict[str, str] = {}  # plugin spec -> module name, once per process
 _entry_points_done = False

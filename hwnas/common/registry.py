@@ -31,8 +31,9 @@ class Registry(Generic[T]):
     entry-point plugins (``hwnas.common.plugins``), so their names are there in every process.
     """
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, group: str | None = None):
         self.kind = kind
+        self.group = group  # the entry-point group a plugin declares its entries in, if any
         self._entries: dict[str, T] = {}
         self._origins: dict[str, str] = {}
         ALL.append(self)
@@ -62,7 +63,9 @@ class Registry(Generic[T]):
         """The fix a miss suggests: the command that lists this kind, where the CLI has one."""
         command = LIST_COMMANDS.get(self.kind)
         where = f" (see `{command}`)" if command else ""
-        return f"use one of the registered {self.kind} names above{where}, or register a plugin"
+        via = f" (entry-point group {self.group}, docs/plugins.md)" if self.group else ""
+        return (f"use one of the registered {self.kind} names above{where}, or register a "
+                f"plugin{via}")
 
     def list(self, pattern: str = "*") -> list[str]:
         plugins.load_entry_points()

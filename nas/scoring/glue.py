@@ -18,6 +18,7 @@ from analog import defaults as analog_defaults
 from analog import hwa as analog_hwa
 from analog.adabs import training_images
 from hw_cost.analog_cost import analog_cost, flat_analog
+from hw_cost.backends import get_backend
 from hwnas.common.seeds import stream_seed
 from hwnas.train.fit_config import FitConfig
 from nas.study.config import StudyConfig
@@ -85,7 +86,8 @@ def latency_form(cfg: StudyConfig) -> str:
     if cfg.latency.form:
         return cfg.latency.form
     int8 = any(o.hw == "int8" for o in cfg.objectives_resolved())
-    return "int8" if int8 and cfg.latency.device.startswith("cpu") else "eager"
+    runs_int8 = get_backend(cfg.latency.device).unsupported_form("int8") is None
+    return "int8" if int8 and runs_int8 else "eager"
 
 
 def _needs(cfg: StudyConfig, key: str) -> bool:

@@ -204,7 +204,8 @@ class HwEvalCfg(_Cfg):
 class LatencyCfg(_Cfg):
     """How latency is measured (``hw_cost.cost_of``)."""
 
-    device: str = Field("cpu", description="device the latency is measured on")
+    device: str = Field("cpu", description="device the latency is measured on: a latency "
+                        "backend (cpu, cuda, cuda:N, or a plugin's, docs/plugins.md)")
     batch_size: int = Field(1, gt=0, description="batch size of the timed forward pass")
     dtype: Literal["fp32", "fp16", "bf16"] = Field("fp32", description="fp32 | fp16 | bf16")
     threads: int | None = Field(1, gt=0, description="CPU threads while timing (fixed)")
@@ -228,9 +229,15 @@ class LatencyCfg(_Cfg):
 
     @model_validator(mode="after")
     def _form_on_device(self) -> LatencyCfg:
-        if self.form == "int8" and not self.device.startswith("cpu"):
-            raise ValueError(f"latency.form int8 is torchao's x86 int8 model, CPU only; got "
-                             f"device {self.device!r}: use device cpu, or form fp16/bf16 on a GPU")
+        # The latency backend says which forms it runs (hw_cost.backends); an unknown device
+        # is reported with the list of backends.
+        from hw_cost.backends import get_backend
+
+        backend = get_backend(self.device)  # an unknown name lists the known backends
+        problem = backend.unsupported_form(self.form) if self.form else None
+        if problem:
+            raise ValueError(f"latency.form {problem.rule}; got {problem.value} "
+                             f"(device {self.device!r}): {problem.fix}")
         return self
 
 

@@ -7,6 +7,7 @@ import torch
 from hw_cost_helpers import FAST, tiny_cnn
 from torch import nn
 
+import hw_cost.backends as backends
 import hw_cost.roofline as roofline
 from hw_cost.cache import CostCache
 from hw_cost.latency import StopRule
@@ -34,7 +35,7 @@ def fast_rule() -> StopRule:
 def small_ceilings(monkeypatch):
     """Roofline ceilings measured at small sizes (the real ones take seconds); a module opts in
     with ``pytestmark = pytest.mark.usefixtures("small_ceilings")``."""
-    monkeypatch.setitem(roofline._MATMUL_N, "cpu", (256,))
-    monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
+    monkeypatch.setattr(backends.CpuBackend, "matmul_n", (256,))
+    monkeypatch.setattr(backends.CpuBackend, "copy_bytes", 16 * 2**20)
     monkeypatch.setattr(roofline, "_WARMUP_S", 0.01)
     monkeypatch.setattr(roofline, "_TIMED_S", 0.02)

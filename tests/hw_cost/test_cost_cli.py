@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+import hw_cost.backends as backends
 import hw_cost.latency as latency
 import hw_cost.roofline as roofline
 from hw_cost.cache import CostCache
@@ -18,8 +19,8 @@ ARCH = "rn:s16-d2r1c48"
 
 @pytest.fixture
 def db(tmp_path, monkeypatch) -> str:
-    monkeypatch.setitem(roofline._MATMUL_N, "cpu", (256,))
-    monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
+    monkeypatch.setattr(backends.CpuBackend, "matmul_n", (256,))
+    monkeypatch.setattr(backends.CpuBackend, "copy_bytes", 16 * 2**20)
     monkeypatch.setattr(roofline, "_WARMUP_S", 0.01)
     monkeypatch.setattr(roofline, "_TIMED_S", 0.02)
     # A loose stop rule that a 0.2 s timing always meets, even on a loaded host: a figure that

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from torch import nn
 
+import hw_cost.backends as backends
 import hw_cost.roofline as roofline
 from hw_cost.lut import LatencyLUT, block_signature, iter_blocks, record_blocks
 from hw_cost.predictors import (
@@ -26,8 +27,8 @@ from search_spaces import get_space
 
 @pytest.fixture
 def setting(fast_rule, monkeypatch) -> Setting:
-    monkeypatch.setitem(roofline._MATMUL_N, "cpu", (256,))
-    monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
+    monkeypatch.setattr(backends.CpuBackend, "matmul_n", (256,))
+    monkeypatch.setattr(backends.CpuBackend, "copy_bytes", 16 * 2**20)
     monkeypatch.setattr(roofline, "_WARMUP_S", 0.01)
     monkeypatch.setattr(roofline, "_TIMED_S", 0.02)
     return Setting("resnet", (1, 8, 8), 10, threads=1, block_rule=fast_rule,

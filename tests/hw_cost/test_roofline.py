@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import hw_cost.backends as backends
 import hw_cost.roofline as roofline
 from hw_cost.roofline import Ceilings, get_ceilings, roofline_point
 
@@ -48,9 +49,9 @@ def test_ceilings_are_measured_once_then_read_from_the_cache(cache, monkeypatch)
 
 
 def test_measured_ceilings_are_plausible(monkeypatch):
-    # Smaller problem sizes keep this test short; the real sizes live in roofline._MATMUL_N.
-    monkeypatch.setitem(roofline._MATMUL_N, "cpu", (128, 256))
-    monkeypatch.setitem(roofline._COPY_BYTES, "cpu", 16 * 2**20)
+    # Smaller problem sizes keep this test short; the real sizes live in CpuBackend.matmul_n.
+    monkeypatch.setattr(backends.CpuBackend, "matmul_n", (128, 256))
+    monkeypatch.setattr(backends.CpuBackend, "copy_bytes", 16 * 2**20)
     c = roofline.measure_ceilings(threads=1, repeats=3, warmup_s=0.02, timed_s=0.05)
     assert 1e8 < c.peak_flops < 1e13 and 1e8 < c.peak_bytes_per_s < 1e12
     assert c.fingerprint["threads"] == 1 and c.copy_bytes == 16 * 2**20
