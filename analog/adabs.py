@@ -16,6 +16,7 @@ import warnings
 import torch
 from torch import Tensor, nn
 
+from analog import defaults
 from hwnas.common.errors import ConfigError
 from hwnas.common.seeds import stream_seed
 
@@ -29,6 +30,27 @@ class AdaBSWarning(UserWarning):
 def batch_norms(model: nn.Module) -> list[nn.Module]:
     """Every batch-norm layer that tracks running statistics (timm's BatchNormAct2d included)."""
     return [m for m in model.modules() if isinstance(m, _BN) and m.track_running_stats]
+
+
+def default_adabs(adabs: int | None, images: Tensor | None, model: nn.Module,
+                  notes: list[str]) -> int:
+    """The AdaBS image count for ``adabs=None`` (the default of ``analog.evaluate``): the
+    studies' ``defaults.ADABS_IMAGES`` (capped at the training images handed over) whenever
+    training images (``adabs_images``) and a batch norm exist; otherwise off, noted, because
+    ``evaluate`` cannot draw training images itself. An explicit count is returned unchanged."""
+    if adabs is not None:
+        return adabs
+    if not batch_norms(model):
+        return 0
+    if images is None or len(images) == 0:
+        notes.append(f"AdaBS off: no training images passed (adabs_images=); pass them for the "
+                     f"default of {defaults.ADABS_IMAGES} images, or adabs=0 to say so")
+        return 0
+    n = min(defaults.ADABS_IMAGES, len(images))
+    if n < defaults.ADABS_IMAGES:
+        notes.append(f"AdaBS on {n} training images: fewer than the default "
+                     f"{defaults.ADABS_IMAGES} were passed")
+    return n
 
 
 def check_adabs(adabs: int, images: Tensor | None) -> None:

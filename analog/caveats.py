@@ -54,6 +54,15 @@ CAVEATS: dict[str, tuple[str, ...]] = {
         "HERMES' own periphery (8-bit static-range I/O) is not modelled: this entry runs on the "
         "pcm periphery",
         PCM_PERIPHERY),
+    "pcm_hermes_static": (
+        "HERMES-like periphery, not HERMES: aihwkit's StandardHWATrainingPreset I/O (8-bit, "
+        "output noise 0.04, PCM read noise of the preset in every MVM, IR drop) around "
+        "HermesNoiseModel devices, not the chip's measured periphery",
+        "aihwkit's own warning: its 2-device drift applies as if both devices hold the same "
+        "conductance, not the chip's dynamic mapping (Vasilopoulos et al. 2023), so drift is "
+        "worse than measured on the chip",
+        "input ranges are fixed after training from the 99.995% quantile of calibration "
+        "inputs (aihwkit CACHE_QUANTILE); inputs beyond them clip in every MVM",),
     "pcm_custom_drift": (
         "the registered drift table samples PCMLikeNoiseModel's nu(g) at 0-25 uS: it matches "
         "pcm up to linear interpolation, not a new device",

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from analog.adabs import check_adabs, recalibrate, warn_without_bn
+from analog.adabs import check_adabs, default_adabs, recalibrate, warn_without_bn
 from analog.channels import dead_channels
 from analog.coverage import coverage, warn_if_partial
 from analog.fast import FastAnalogModel, fast_unsupported
@@ -253,7 +253,7 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
              times: Iterable[str | float] = (0.0,), repeats: int = 1, seed: int = 0,
              compensation: bool = True, fast: bool = True, calib: Tensor | None = None,
              batch_size: int = 500, device: str = "cpu",
-             options: dict[str, Any] | None = None, adabs: int = 0,
+             options: dict[str, Any] | None = None, adabs: int | None = None,
              adabs_images: Tensor | None = None, target_se: float | None = None,
              max_repeats: int | None = None, max_images: int | None = None,
              digital: Sequence[str] = (),
@@ -267,7 +267,10 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
     (up to ``max_images``; ``analog.precision`` states the rule).
     ``adabs``: re-estimate every batch norm's statistics through the analog model on this many
     of ``adabs_images`` (training images, never test images) after programming and after each
-    drift, in every repeat (``analog.adabs``).
+    drift, in every repeat (``analog.adabs``). The default (None) is the studies' and the CLI's:
+    ``analog.defaults.ADABS_IMAGES`` of ``adabs_images`` when they are passed, off (stated in
+    ``notes``) when they are not; ``adabs=0`` turns it off. ``DriftResult.adabs`` records the
+    count used.
     ``compensation``: global drift compensation on/off. ``fast``: use the validated torch
     emulation of aihwkit (falls back to aihwkit with a ``FastPathWarning`` when it cannot
     emulate the config). ``calib``: training images for quantizer/input-range calibration.
@@ -284,6 +287,8 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
     target = PrecisionTarget(target_se=target_se, min_repeats=repeats,
                              max_repeats=max(repeats, max_repeats or repeats),
                              max_images=max_images)
+    notes: list[str] = []
+    adabs = default_adabs(adabs, adabs_images, model, notes)
     check_adabs(adabs, adabs_images)
     options = dict(options or {})
     if hw_model.kind != "analog":
@@ -294,7 +299,7 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
     digital = list(digital)
     if problems := hw_model.time_problems(seconds):
         raise ConfigError(problems)
-    start, notes = time.perf_counter(), []
+    start = time.perf_counter()
     cov = None
     if is_aihwkit_model(model):
         notes.append("coverage unknown: the model was converted before; pass the digital model")

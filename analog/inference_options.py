@@ -38,8 +38,12 @@ COMPENSATIONS = {
 }
 """``drift_comp`` value -> class in ``aihwkit.inference.compensation.drift``."""
 
-NOISE_MODELS = {"pcm": "PCMLikeNoiseModel", "state_independent": "StateIndependentNoiseModel"}
+NOISE_MODELS = {"pcm": "PCMLikeNoiseModel", "state_independent": "StateIndependentNoiseModel",
+                "hermes": "HermesNoiseModel"}
 """``noise_model`` value -> class in ``aihwkit.inference``."""
+OWN_CONVERTER = ("hermes",)
+"""Device models that bring their own converter: HERMES is characterised up to g_max 20.7 uS
+(aihwkit asserts it), so it does not take over the preset's (e.g. 25 uS)."""
 
 PAIR_CONVERTERS = ("SinglePairConductanceConverter", "NPairConductanceConverter",
                    "DualPairConductanceConverter")
@@ -57,7 +61,8 @@ class InferenceOptions:
     """Conductance converter: ``single``, ``dual:F1/F2``, ``pairs:F1/.../Fn`` or a custom
     ``{"f_lst": ..., "g_lst": ...}`` mapping."""
     noise_model: str | None = None
-    """Device model swapped in on the preset's converter: ``pcm`` or ``state_independent``."""
+    """Device model swapped in on the preset's converter: ``pcm`` or ``state_independent``;
+    ``hermes`` (HERMES' PCM) keeps its own characterised converter (g_max 20.7 uS)."""
     out_noise_std: float | None = None
     """Fixed output-to-output variation of the output noise, a fraction of ``out_noise``."""
     ir_drop: float | None = None
@@ -183,10 +188,12 @@ def prepare(where: str, rpu: Any, opts: InferenceOptions) -> tuple[Any, list[Pro
 
 
 def _noise_model(name: str, old: Any):
-    """aihwkit's ``name`` model on ``old``'s converter (so g_min and g_max stay)."""
+    """aihwkit's ``name`` model on ``old``'s converter (so g_min and g_max stay), or on its own
+    where it is characterised for one (``OWN_CONVERTER``)."""
     import aihwkit.inference as inference
 
-    return getattr(inference, NOISE_MODELS[name])(g_converter=copy.deepcopy(old.g_converter))
+    cls = getattr(inference, NOISE_MODELS[name])
+    return cls() if name in OWN_CONVERTER else cls(g_converter=copy.deepcopy(old.g_converter))
 
 
 def _set_converter(where: str, noise: Any, text: str | dict[str, Any]) -> list[Problem]:

@@ -44,17 +44,27 @@ CALIB_SEED = 0
 """Seed of the cache subsampling (aihwkit draws it from torch's global generator)."""
 
 
-def static_config():
-    """aihwkit's ``StandardHWATrainingPreset`` on 256x256 tiles (see the module docstring)."""
+def static_config(noise_model: Any = None):
+    """aihwkit's ``StandardHWATrainingPreset`` on 256x256 tiles (see the module docstring), with
+    ``noise_model`` for its devices (default the preset's ``PCMLikeNoiseModel``, g_max 25 uS)."""
     from aihwkit.inference.compensation.drift import GlobalDriftCompensation
     from aihwkit.inference.noise.pcm import PCMLikeNoiseModel
     from aihwkit.simulator.presets import StandardHWATrainingPreset
 
     rpu = StandardHWATrainingPreset()
-    rpu.noise_model = PCMLikeNoiseModel(g_max=25.0)  # the preset's, stated explicitly
+    # the preset's device model stated explicitly, or the one asked for
+    rpu.noise_model = PCMLikeNoiseModel(g_max=25.0) if noise_model is None else noise_model
     rpu.drift_compensation = GlobalDriftCompensation()
     rpu.mapping.max_input_size = rpu.mapping.max_output_size = CORE
     return columnwise_omega1(rpu)
+
+
+def hermes_static_config():
+    """``static_config`` with HERMES' PCM devices: aihwkit's ``HermesNoiseModel`` at its own
+    characterised defaults (2 devices per conductance of the pair, g_max 20.7 uS, t_0 300 s)."""
+    from aihwkit.inference import HermesNoiseModel
+
+    return static_config(HermesNoiseModel())
 
 
 def _tile_row_ranges(layer: nn.Module, converted: nn.Module, max_in: int) -> Tensor:
@@ -143,3 +153,8 @@ HW.register("pcm_static")(StaticRangeHW(
                   "input ranges, constant noise management, no bound management, PCM read "
                   "noise, IR drop) on 256x256 tiles, ranges from aihwkit's quantile calibration "
                   "after training", base=static_config))
+HW.register("pcm_hermes_static")(StaticRangeHW(
+    "pcm_hermes_static", "HERMES PCM devices (aihwkit HermesNoiseModel, 2 devices per "
+                         "conductance, g_max 20.7 uS) on the HERMES-like periphery of pcm_static "
+                         "(8-bit I/O, static input ranges, 256x256 tiles)",
+    base=hermes_static_config))

@@ -92,7 +92,7 @@ def main() -> None:
         hw = analog.get_hw(name)
         t = args.time if hw.times is None or analog.parse_time(args.time) in hw.times else "1d"
         return lambda: analog.evaluate(model, x, y, name, times=(t,), fast=fast_path,
-                                       calib=calib)
+                                       calib=calib, adabs=0)  # the tiles' speed, no AdaBS
 
     def bare() -> None:  # the floor: torch's own inference loop, no hwnas code
         with torch.inference_mode():

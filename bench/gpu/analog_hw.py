@@ -58,7 +58,7 @@ def _timed_eval(ctx: Context, model: torch.nn.Module, data: DataSplits, name: st
     t0 = time.perf_counter()
     res = analog.evaluate(model, data.x_test, data.y_test, name, times=(_time(hw),),
                           repeats=repeats, fast=fast, calib=data.x_train[:256],
-                          device=ctx.device, seed=ctx.seed)
+                          device=ctx.device, seed=ctx.seed, adabs=0)
     ctx.sync()
     point = res.points[0]
     return {"seconds": time.perf_counter() - t0, "path": res.path, "acc_mean": point.acc_mean,

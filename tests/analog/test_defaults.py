@@ -8,6 +8,7 @@ import csv
 import json
 from dataclasses import replace
 
+import analog
 from analog import defaults
 from analog.experiment import ExperimentConfig, run_experiment
 from analog.report import write_all
@@ -78,3 +79,35 @@ def test_every_output_says_how_it_scored(trained_cnn, digits, tmp_path):
     assert payload["curves"][0]["scoring"] == {"adabs_images": 64, "repeats": 2, "path": "fast",
                                                "compensation": True, "images": 100}
     assert payload["scoring_defaults"]["adabs_images"] == defaults.ADABS_IMAGES
+
+
+def _report_config(tmp_path, *extra: str):
+    from nas.commands import analog_report as command
+
+    weights = tmp_path / "w.pt"
+    weights.write_bytes(b"x")
+    parser = argparse.ArgumentParser()
+    command.add_report(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["report", "--model", "timm:resnet18", "--weights", str(weights),
+                              "--out", str(tmp_path / "out"),
+                              *extra])
+    return command._config(args)
+
+
+def test_one_adabs_default_in_the_python_api_the_clis_and_the_studies(trained_cnn, digits,
+                                                                     tmp_path):
+    from nas.study.config import HwEvalCfg
+
+    x, y, train = digits.x_test[:60], digits.y_test[:60], digits.x_train
+    said = analog.evaluate(trained_cnn, x, y, "pcm", times=("1d",), adabs_images=train)
+    counts = {"python": said.adabs, "study": HwEvalCfg().adabs,
+              "analog-eval": _cli_config().adabs, "analog report": _report_config(tmp_path).adabs}
+    assert set(counts.values()) == {defaults.ADABS_IMAGES}, counts
+    assert _report_config(tmp_path, "--adabs", "0").adabs == 0
+    off = analog.evaluate(trained_cnn, x, y, "pcm", times=("1d",), adabs=0, adabs_images=train)
+    assert off.adabs == 0 and not any("AdaBS" in n for n in off.notes)
+    # without training images evaluate cannot draw them: off, and the result says so
+    bare = analog.evaluate(trained_cnn, x, y, "pcm", times=("1d",))
+    assert bare.adabs == 0 and any("AdaBS off: no training images" in n for n in bare.notes)
+    few = analog.evaluate(trained_cnn, x, y, "pcm", times=("1d",), adabs_images=train[:40])
+    assert few.adabs == 40 and any("fewer than the default" in n for n in few.notes)

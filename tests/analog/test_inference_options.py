@@ -48,7 +48,7 @@ def test_every_option_sweeps():
     ({"converter": "dual:1"}, "converter must be single, dual"),
     ({"converter": "pairs:1/0"}, "factors > 0"),
     ({"converter": "quad"}, "converter must be"),
-    ({"noise_model": "hermes"}, "noise_model must be one of"),
+    ({"noise_model": "hermes2"}, "noise_model must be one of"),
     ({"out_noise_std": -0.1}, "out_noise_std must be a number >= 0"),
     ({"ir_drop": "high"}, "ir_drop must be a number >= 0"),
     ({"ir_drop": 1.0, "ir_drop_t": 1.0}, "two models of one IR drop"),

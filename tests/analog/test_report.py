@@ -112,3 +112,40 @@ def test_cli_reports_every_bad_argument_at_once(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "--weights" in err and "nope" in err and "--repeats" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_sensitivity_ranks_on_one_calibration_and_verifies_on_its_own(trained_cnn, digits):
+    """The 2 evaluations per layer share the all-analog model's static input ranges (one
+    calibration); the all-analog score and the verified recommendation calibrate for their own
+    digital set, as ``analog.evaluate`` does."""
+    from analog import evaluate
+    from analog.input_ranges import has_learned_input_ranges, learned_input_ranges
+    from analog.report_run import _Scorer
+    from analog.static_io import quantile_ranges
+
+    cfg = ReportConfig(hw=("pcm_static",), sensitivity_time="1d", sensitivity_images=100,
+                       sensitivity_repeats=2, adabs=0)
+    s = _Scorer(trained_cnn, digits, cfg, log=lambda _: None)
+    x, y, calib = digits.x_test[:100], digits.y_test[:100], digits.x_train[:cfg.calib_size]
+
+    def own(model, digital):
+        return evaluate(model, x, y, "pcm_static", times=("1d",), repeats=2, adabs=0,
+                        calib=calib, digital=digital).points[0].acc_mean
+
+    shared = quantile_ranges(trained_cnn, analog_rpu(), calib)
+    for digital in ([], ["3"], ["0", "8"]):
+        assert s.at(digital, shared=True).mean == own(shared, digital)
+        assert s.at(digital).mean == own(trained_cnn, digital)
+    ready = s.ready
+    s.at(["3"], shared=True)
+    assert s.ready is ready and has_learned_input_ranges(ready)  # calibrated once
+    assert not has_learned_input_ranges(trained_cnn)  # the caller's model is untouched
+    assert all(bool((learned_input_ranges(a) == learned_input_ranges(b)).all())
+               for a, b in zip(ready.modules(), shared.modules(), strict=True)
+               if learned_input_ranges(a) is not None)
+
+
+def analog_rpu():
+    import analog
+
+    return analog.get_hw("pcm_static").rpu_config()
