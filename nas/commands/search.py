@@ -117,8 +117,7 @@ def _search(args: argparse.Namespace) -> int:
 
     cfg = load_study(args.study, _overrides(args))
     if args.check:
-        from hwnas.common.errors import ConfigError
-        from nas.scoring.reach import reach_problems
+        from nas.scoring.reach import reach_problems  # loads torch: only for --check
 
         print(yaml.safe_dump(cfg.dump(), sort_keys=False))
         problems = reach_problems(cfg)  # after the print: the config shows what was checked

@@ -64,9 +64,7 @@ def short_table(cfg: StudyConfig, study: optuna.Study, on_front: set[int]) -> pd
         row.update(_objective_cells(cfg, t))
         row.update({f"s {part}": f"{split[part]:.1f}" if part in split else ""
                     for part in ("cost", "train", "score")})
-        wall = (t.datetime_complete - t.datetime_start).total_seconds() if (
-            t.datetime_complete and t.datetime_start) else None
-        row["s total"] = f"{wall:.1f}" if wall is not None else ""
+        row["s total"] = f"{t.duration.total_seconds():.1f}" if t.duration else ""
         row["note"] = str(reason)[:120]
         rows.append(row)
     frame = pd.DataFrame(rows)

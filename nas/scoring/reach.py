@@ -16,8 +16,8 @@ import random
 from typing import TYPE_CHECKING
 
 from hwnas.common.errors import Problem
-from hwnas.train.data import load_data
 from nas.scoring import glue
+from nas.scoring.evaluate import Evaluator
 from search_spaces.stats import reference_stats
 
 if TYPE_CHECKING:
@@ -38,9 +38,8 @@ def _sample(cfg: StudyConfig, n: int, seed: int) -> tuple[dict[str, dict[str, fl
                                                             int]:
     """``{arch: {"params", "macs"}}`` of ``n`` seeded draws, with the data's input shape and
     class count."""
-    space, d = cfg.search_space(), cfg.data
-    data = load_data(d.name, root=d.root, val_fraction=d.val_fraction, seed=d.seed,
-                     train_limit=d.train_limit, test_limit=d.test_limit, **d.options)
+    ev = Evaluator(cfg)  # the space and the data set exactly as the search will read them
+    space, data = ev.space, ev.data
     shape, classes = tuple(data.input_shape), data.num_classes
     rng = random.Random(seed)
     archs = {space.random_arch(rng) for _ in range(n)}
