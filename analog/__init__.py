@@ -2,7 +2,8 @@
 analog in-memory computing with aihwkit (PCM noise, drift, compensation), HWA training and drift
 experiments. Hardware models are applied from outside: ``analog.apply(model, hw)``.
 
-Public API: ``apply``, ``list_hw``, ``get_hw``, ``evaluate`` -> ``DriftResult``, ``hwa_fit``,
+Public API: ``apply``, ``list_hw``, ``get_hw``, ``evaluate(model, x, y, hw, ScoringProtocol(...))``
+-> ``DriftResult``, ``hwa_fit``,
 ``parse_time``; ``freeze_dead_channels`` (before mapping a model whose
 channels died in training); coverage of a model on analog tiles: ``coverage``.
 """
@@ -30,6 +31,7 @@ from analog.drift import (
 )
 from analog.hw import HW, HardwareModel, get_hw, list_hw
 from analog.hwa import HwaOptions, hwa_fit
+from analog.protocol import ScoringProtocol
 from analog.times import format_time, parse_time, parse_times
 from hwnas.common.errors import ConfigError
 
@@ -55,7 +57,7 @@ def apply(model: nn.Module, hw: str | HardwareModel, *, calib: Tensor | None = N
 
 __all__ = [
     "HW", "AnalogModeWarning", "Coverage", "CoverageWarning", "DeadChannelWarning", "DriftResult",
-    "FastPathWarning", "HardwareModel", "HwaOptions", "TimePoint", "apply", "coverage",
-    "dead_channels", "evaluate", "format_time", "freeze_dead_channels", "get_hw", "hwa_fit",
-    "list_hw", "parse_time", "parse_times",
+    "FastPathWarning", "HardwareModel", "HwaOptions", "ScoringProtocol", "TimePoint", "apply",
+    "coverage", "dead_channels", "evaluate", "format_time", "freeze_dead_channels", "get_hw",
+    "hwa_fit", "list_hw", "parse_time", "parse_times",
 ]

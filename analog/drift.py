@@ -15,7 +15,7 @@ import math
 import statistics
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,9 +30,11 @@ from analog.hw import HardwareModel, get_hw
 from analog.inference_options import ir_drop_t_layer_problems
 from analog.input_ranges import has_learned_input_ranges
 from analog.precision import PrecisionTarget, images_for, more_repeats, standard_error
+from analog.protocol import ScoringProtocol
 from analog.times import format_time, parse_times
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.seeds import rng_devices, stream_seed
+from hwnas.common.settings import settle
 
 
 class FastPathWarning(UserWarning):
@@ -249,54 +251,49 @@ def _analog_model(model, hw, x, calib, fast, device, options, notes,
     return hw.apply(model, calib=calib, **extra, **options).to(device), "aihwkit"
 
 
-def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
-             times: Iterable[str | float] = (0.0,), repeats: int = 1, seed: int = 0,
-             compensation: bool = True, fast: bool = True, calib: Tensor | None = None,
-             batch_size: int = 500, device: str = "cpu",
-             options: dict[str, Any] | None = None, adabs: int | None = None,
-             adabs_images: Tensor | None = None, target_se: float | None = None,
-             max_repeats: int | None = None, max_images: int | None = None,
-             digital: Sequence[str] = (),
-             progress: Callable[[str], None] | None = None) -> DriftResult:
-    """Accuracy of the digital ``model`` on (x, y) under hardware model ``hw``.
+def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel,
+             protocol: ScoringProtocol | None = None, *, calib: Tensor | None = None,
+             adabs_images: Tensor | None = None,
+             progress: Callable[[str], None] | None = None, **legacy: Any) -> DriftResult:
+    """Accuracy of the digital ``model`` on (x, y) under hardware model ``hw``, estimated as
+    ``protocol`` says (``analog.protocol.ScoringProtocol``: times, programmings, precision
+    target, seed, compensation, fast path, options, AdaBS, digital layers, batch, device).
 
-    ``times``: drift times (``"1d"``, seconds...). ``repeats``: programmings (fresh noise each;
-    analog only: digital and quantized models are deterministic and run once); with
-    ``target_se`` it is the minimum, and programmings grow (up to ``max_repeats``) until the
-    standard error of the mean at every time is at most ``target_se``, on images sized for it
-    (up to ``max_images``; ``analog.precision`` states the rule).
-    ``adabs``: re-estimate every batch norm's statistics through the analog model on this many
-    of ``adabs_images`` (training images, never test images) after programming and after each
-    drift, in every repeat (``analog.adabs``). The default (None) is the studies' and the CLI's:
-    ``analog.defaults.ADABS_IMAGES`` of ``adabs_images`` when they are passed, off (stated in
-    ``notes``) when they are not; ``adabs=0`` turns it off. ``DriftResult.adabs`` records the
-    count used.
-    ``compensation``: global drift compensation on/off. ``fast``: use the validated torch
-    emulation of aihwkit (falls back to aihwkit with a ``FastPathWarning`` when it cannot
-    emulate the config). ``calib``: training images for quantizer/input-range calibration.
-    ``options``: hardware-model overrides (e.g. ``{"adc_bits": 8}``, see ``AnalogOptions``).
+    Analog models are programmed ``repeats`` times (fresh noise each); digital and quantized
+    models are deterministic and run once. With ``target_se``, programmings grow (up to
+    ``max_repeats``) until the standard error of the mean at every time is at most
+    ``target_se``, on images sized for it (up to ``max_images``; ``analog.precision`` states the
+    rule). AdaBS re-estimates every batch norm's statistics through the analog model on
+    ``protocol.adabs`` of ``adabs_images`` (training images, never test images) after
+    programming and after each drift, in every repeat (``analog.adabs``); the default (None) is
+    the studies' and the CLI's: ``analog.defaults.ADABS_IMAGES`` of ``adabs_images`` when they
+    are passed, off (stated in ``notes``) when they are not. ``DriftResult.adabs`` records the
+    count used. The fast path is the validated torch emulation of aihwkit (falls back to aihwkit
+    with a ``FastPathWarning`` when it cannot emulate the config). ``calib``: training images
+    for quantizer/input-range calibration.
     Repeat ``r`` draws programming and drift noise from stream ``program`` and periphery noise
     from stream ``periphery`` of ``seed`` (``hwnas.common.seeds``), re-seeded at every drift time
     and phase, so a repeat's numbers do not depend on how many images were scored before.
-    ``digital``: shell patterns of layers kept digital (layer-wise mapping, analog only).
-    ``progress``: called with one line after each repeat (e.g. ``print``).
+    ``progress``: called with one line after each repeat (e.g. ``print``). ``legacy``: the
+    protocol's fields as keywords, the earlier form (deprecated, ``settle``).
     The caller's ``model`` is never modified, except an aihwkit model passed in directly.
     """
+    p = settle(ScoringProtocol, protocol, legacy, "analog.evaluate")
     hw_model = hw if isinstance(hw, HardwareModel) else get_hw(hw)
-    seconds = _parse_all(times, x, y, repeats)
-    target = PrecisionTarget(target_se=target_se, min_repeats=repeats,
-                             max_repeats=max(repeats, max_repeats or repeats),
-                             max_images=max_images)
+    seconds = _parse_all(p.times, x, y, p.repeats)
+    target = PrecisionTarget(target_se=p.target_se, min_repeats=p.repeats,
+                             max_repeats=max(p.repeats, p.max_repeats or p.repeats),
+                             max_images=p.max_images)
     notes: list[str] = []
-    adabs = default_adabs(adabs, adabs_images, model, notes)
+    adabs = default_adabs(p.adabs, adabs_images, model, notes)
     check_adabs(adabs, adabs_images)
-    options = dict(options or {})
+    options = dict(p.options or {})
     if hw_model.kind != "analog":
-        n = images_for(0.5, PrecisionTarget(max_images=max_images), len(x))
-        return _deterministic(model, x[:n], y[:n], hw_model, seconds, calib, batch_size, device,
-                              options)
-    options.setdefault("compensation", compensation)
-    digital = list(digital)
+        n = images_for(0.5, PrecisionTarget(max_images=p.max_images), len(x))
+        return _deterministic(model, x[:n], y[:n], hw_model, seconds, calib, p.batch_size,
+                              p.device, options)
+    options.setdefault("compensation", p.compensation)
+    digital = list(p.digital)
     if problems := hw_model.time_problems(seconds):
         raise ConfigError(problems)
     start = time.perf_counter()
@@ -309,29 +306,38 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel, *,
     if adabs and not warn_without_bn(model, hw_model.name, notes):
         adabs = 0
     n_img = len(x)
-    if target.target_se is not None or max_images is not None:
-        n_img = images_for(_rough_accuracy(model, x, y, batch_size, device), target, len(x))
-    analog, path = _analog_model(model, hw_model, x, calib, fast, device, options, notes,
+    if target.target_se is not None or p.max_images is not None:
+        n_img = images_for(_rough_accuracy(model, x, y, p.batch_size, p.device), target, len(x))
+    analog, path = _analog_model(model, hw_model, x, calib, p.fast, p.device, options, notes,
                                  digital)
-    run = _Repeats(analog, path, x[:n_img], y[:n_img], seconds, seed,
-                   adabs_images[:adabs] if adabs else None, batch_size, device)
-    accs: list[list[float]] = [[] for _ in seconds]
+    run = _Repeats(analog, path, x[:n_img], y[:n_img], seconds, p.seed,
+                   adabs_images[:adabs] if adabs else None, p.batch_size, p.device)
+    accs = _programmings(run, target, n_img, progress, f"{hw_model.name}", start)
+    points = [_point(t, a, n_img) for t, a in zip(seconds, accs, strict=True)]
+    return DriftResult(hw_model.name, path, points, cov.as_dict() if cov else {},
+                       len(accs[0]), p.seed, bool(options["compensation"]),
+                       time.perf_counter() - start, options, notes, adabs=adabs, images=n_img,
+                       target_se=target.target_se, hw_config=hw_config)
+
+
+def _programmings(run: _Repeats, target: PrecisionTarget, n_img: int,
+                  progress: Callable[[str], None] | None, name: str,
+                  start: float) -> list[list[float]]:
+    """Accuracy per drift time and programming: the minimum count, then more until the
+    precision target holds (``analog.precision.more_repeats``)."""
+    accs: list[list[float]] = [[] for _ in run.seconds]
     add = target.min_repeats
     while add:
         for r in range(len(accs[0]), len(accs[0]) + add):
             for i, acc in enumerate(run.repeat(r)):
                 accs[i].append(acc)
             if progress is not None:
-                progress(f"{hw_model.name} programming {r + 1}: " + ", ".join(
-                    f"{format_time(t)} {100 * a[r]:.1f}%" for t, a in zip(seconds, accs,
+                progress(f"{name} programming {r + 1}: " + ", ".join(
+                    f"{format_time(t)} {100 * a[r]:.1f}%" for t, a in zip(run.seconds, accs,
                                                                         strict=True))
-                    + f" [{path}, {time.perf_counter() - start:.0f} s]")
+                    + f" [{run.path}, {time.perf_counter() - start:.0f} s]")
         add = more_repeats(accs, n_img, target)
-    points = [_point(t, a, n_img) for t, a in zip(seconds, accs, strict=True)]
-    return DriftResult(hw_model.name, path, points, cov.as_dict() if cov else {},
-                       len(accs[0]), seed, bool(options["compensation"]),
-                       time.perf_counter() - start, options, notes, adabs=adabs, images=n_img,
-                       target_se=target.target_se, hw_config=hw_config)
+    return accs
 
 
 def _rough_accuracy(model: nn.Module, x: Tensor, y: Tensor, batch_size: int, device: str) -> float:

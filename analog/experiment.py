@@ -17,6 +17,7 @@ from analog.aimc import AnalogOptions
 from analog.drift import DriftResult, evaluate
 from analog.hw import get_hw
 from analog.hwa import HwaOptions, hwa_fit, hwa_target
+from analog.protocol import ScoringProtocol
 from analog.sweep import SweepPoint, run_sweeps
 from analog.times import parse_times
 from hwnas.common.errors import ConfigError, Problem
@@ -156,12 +157,14 @@ def _curves(model: nn.Module, data, cfg: ExperimentConfig, *, hwa: bool,
 
 def _evaluate(model: nn.Module, data, cfg: ExperimentConfig, options: dict[str, Any],
               log: Callable[[str], None], *, adabs: int = 0) -> DriftResult:
-    return evaluate(model, data.x_test, data.y_test, cfg.hw, times=cfg.times,
-                    repeats=cfg.repeats, seed=cfg.seed, fast=cfg.fast,
-                    calib=data.x_train[:cfg.calib_size], batch_size=cfg.batch_size,
-                    device=cfg.device, options={**cfg.options, **options},
-                    digital=cfg.digital, progress=lambda line: log(f"  {line}"), adabs=adabs,
-                    adabs_images=training_images(data.x_train, adabs, cfg.seed))
+    protocol = ScoringProtocol(times=cfg.times, repeats=cfg.repeats, seed=cfg.seed,
+                               fast=cfg.fast, options={**cfg.options, **options},
+                               adabs=adabs, digital=cfg.digital, batch_size=cfg.batch_size,
+                               device=cfg.device)
+    return evaluate(model, data.x_test, data.y_test, cfg.hw, protocol,
+                    calib=data.x_train[:cfg.calib_size],
+                    adabs_images=training_images(data.x_train, adabs, cfg.seed),
+                    progress=lambda line: log(f"  {line}"))
 
 
 def _hwa_model(model: nn.Module, data, cfg: ExperimentConfig, fit_cfg):
@@ -191,8 +194,8 @@ def run_experiment(model: nn.Module, data, cfg: ExperimentConfig, *, fit_cfg=Non
     refs = {}
     for name in cfg.references:
         refs[name] = evaluate(model, data.x_test, data.y_test, name,
-                              calib=data.x_train[:cfg.calib_size], batch_size=cfg.batch_size,
-                              device=cfg.device)
+                              ScoringProtocol(batch_size=cfg.batch_size, device=cfg.device),
+                              calib=data.x_train[:cfg.calib_size])
         log(f"{name:<34} {100 * refs[name].acc_mean[0]:.2f}")
     curves = _curves(model, data, cfg, hwa=False, log=log)
     hwa_info = None

@@ -3,9 +3,9 @@
 HWA trains for exactly what will be scored: ``hwa_target`` takes the hardware name, the
 study's fixed options (``hw_eval.options``, applied through ``HardwareModel.rpu_config`` as the
 scorer applies them) and the layer-wise mapping (the layers kept digital), and every caller
-(studies, ``hwnas analog-eval --hwa-epochs N``, finalize) trains through it. The training config is the
-scored aihwkit config plus the HWA weight noise and clipping (``HwaTarget.rpu_config``), so its
-periphery and device fields equal the scored ones.
+(studies, ``hwnas analog-eval --hwa-epochs N``, finalize) trains through it. The training config
+is the scored aihwkit config plus the HWA weight noise and clipping (``HwaTarget.rpu_config``),
+so its periphery and device fields equal the scored ones.
 
 Three engines run it. Peripheries with one input scale for every vector (``pcm_static``,
 ``pcm_hwa``) train on the torch engine (``analog.hwa_torch``: the fast path's tiles in training

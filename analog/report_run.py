@@ -26,6 +26,7 @@ from analog.coverage import mappable_layers
 from analog.drift import DriftResult, accuracy, evaluate
 from analog.hw import get_hw
 from analog.precision import sampling_se
+from analog.protocol import ScoringProtocol
 from hwnas.common.errors import ConfigError
 
 Z95 = 1.96
@@ -142,10 +143,11 @@ class _Scorer:
     def run(self, hw: str, times: tuple[str, ...], *, images: int, repeats: int,
             adabs: int, digital: list[str] | tuple[str, ...] = ()) -> DriftResult:
         d, c = self.data, self.cfg
-        return evaluate(self.model, d.x_test[:images], d.y_test[:images], hw, times=times,
-                        repeats=repeats, seed=c.seed, fast=c.fast,
-                        calib=d.x_train[:c.calib_size], batch_size=c.batch_size,
-                        device=c.device, digital=list(digital), adabs=adabs,
+        protocol = ScoringProtocol(times=times, repeats=repeats, seed=c.seed, fast=c.fast,
+                                   adabs=adabs, digital=list(digital),
+                                   batch_size=c.batch_size, device=c.device)
+        return evaluate(self.model, d.x_test[:images], d.y_test[:images], hw, protocol,
+                        calib=d.x_train[:c.calib_size],
                         adabs_images=training_images(d.x_train, adabs, c.seed))
 
     def at(self, digital: list[str] | tuple[str, ...], *, shared: bool = False) -> Estimate:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -21,12 +22,14 @@ from hw_cost.analog_cost import analog_cost, figures_for, flat_analog
 from hw_cost.backends import BACKENDS, fingerprint_hash, get_backend
 from hw_cost.cache import CostCache, CostKey
 from hw_cost.estimate_cache import estimate_fields, estimate_parts, split_estimate, stored_estimate
-from hw_cost.latency import StopRule, measure_latency
+from hw_cost.latency import measure_latency
 from hw_cost.options import Target, validate
 from hw_cost.roofline import get_ceilings, roofline_point
+from hw_cost.spec import ChipSpec, MeasureSpec
 from hw_cost.static import static_costs
 from hwnas.common.errors import ConfigError
 from hwnas.common.provenance import provenance
+from hwnas.common.settings import settle
 
 if TYPE_CHECKING:
     from search_spaces.base import SearchSpace
@@ -54,36 +57,29 @@ def device_fingerprint(device: str = "cpu", threads: int | None = None) -> dict[
         return backend.fingerprint(device, used)
 
 
-def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str = "cpu",
-                  batch_size: int = 1, dtype: str = "fp32", channels_last: bool = False,
-                  compile: bool | str = False, threads: int | None = None,
-                  max_seconds: float = 10.0, min_seconds: float = 0.0,
-                  tile_size: int | None = None, cache: CostCache | None = None,
-                  rule: StopRule | None = None, clock: str = "wall", form: str = "eager",
-                  hw: str | None = None, hw_options: dict[str, object] | None = None,
-                  tf32: bool = False) -> dict[str, object]:
+def measure_model(model: nn.Module, input_shape: Sequence[int], spec: MeasureSpec | None = None,
+                  *, chip: ChipSpec | None = None, cache: CostCache | None = None,
+                  **legacy: object) -> dict[str, object]:
     """Latency, static costs, roofline placement and analog estimate of one built model (flat).
 
-    The analog estimate takes its tile size, ADC bits and read mode from hardware model ``hw``
-    with ``hw_options`` (``hw_cost.analog_cost``), so it describes what the accuracy model scores.
-
-    ``form`` is the deployed form timed (``hw_cost.forms``). An int8 model is not placed under
-    the roofline (its fields are None): the ceilings are float matmuls and copies.
-    ``tf32`` is the CUDA TF32 setting of the latency and the ceilings (off: fp32 is fp32)."""
-    lat = measure_latency(model, input_shape, device=device, batch_size=batch_size, dtype=dtype,
-                          channels_last=channels_last, compile=compile, threads=threads,
-                          max_seconds=max_seconds, min_seconds=min_seconds, rule=rule,
-                          clock=clock, form=form, tf32=tf32)
-    static = static_costs(model, input_shape, batch_size=batch_size, device=device,
+    ``spec``: how the latency is taken (``hw_cost.spec.MeasureSpec``). ``chip``: the analog
+    hardware model, options and tile size the analog estimate describes (``ChipSpec``), so it
+    describes what the accuracy model scores. An int8 model (``spec.form``) is not placed under
+    the roofline (its fields are None): the ceilings are float matmuls and copies. ``spec.tf32``
+    is the CUDA TF32 setting of the latency and the ceilings (off: fp32 is fp32). ``legacy``:
+    the two specs' fields as keywords, the earlier form (deprecated)."""
+    spec, chip = _settled(spec, chip, legacy, "measure_model")
+    lat = measure_latency(model, input_shape, spec)
+    static = static_costs(model, input_shape, batch_size=spec.batch_size, device=spec.device,
                           dtype=lat.dtype)
-    if form == "int8":
+    if spec.form == "int8":
         roof: dict[str, object] = dict.fromkeys(ROOF_KEYS)
     else:
-        ceilings = get_ceilings(device=device, dtype=lat.dtype, threads=threads, cache=cache,
-                                clock=clock, tf32=tf32)
+        ceilings = get_ceilings(device=spec.device, dtype=lat.dtype, threads=spec.threads,
+                                cache=cache, clock=spec.clock, tf32=spec.tf32)
         roof = roofline_point(static, lat.median_ms, ceilings)
-    analog = analog_cost(model, input_shape, tile_size=tile_size, hw=hw, hw_options=hw_options,
-                         total_macs=static["macs"] // batch_size)
+    analog = analog_cost(model, input_shape, **chip.estimate_kw(),
+                         total_macs=static["macs"] // spec.batch_size)
     return {
         "latency_ms": lat.median_ms, "latency_p10_ms": lat.p10_ms, "latency_p90_ms": lat.p90_ms,
         "latency_cv": lat.cv, "latency_repeats": lat.repeats, "latency_stable": lat.stable,
@@ -93,20 +89,17 @@ def measure_model(model: nn.Module, input_shape: Sequence[int], *, device: str =
         **roof,
         # The headline analog figures flat (trial attributes), the whole estimate nested.
         **flat_analog(analog), "analog": analog,
-        "device": device, "batch_size": batch_size, "dtype": lat.dtype, "threads": lat.threads,
-        "clock": clock, "form": form,
-        "input_shape": list(input_shape), "channels_last": channels_last, "compile": compile,
+        "device": spec.device, "batch_size": spec.batch_size, "dtype": lat.dtype,
+        "threads": lat.threads, "clock": spec.clock, "form": spec.form,
+        "input_shape": list(input_shape), "channels_last": spec.channels_last,
+        "compile": spec.compile,
         "fingerprint": lat.fingerprint, "fingerprint_hash": lat.fingerprint_hash,
     }
 
 
 def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: int,
-            device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
-            channels_last: bool = False, compile: bool | str = False, threads: int | None = None,
-            cache: CacheArg = None, refresh: bool = False, max_seconds: float = 10.0,
-            min_seconds: float = 0.0, tile_size: int | None = None, rule: StopRule | None = None,
-            clock: str = "wall", form: str = "eager", hw: str | None = None,
-            hw_options: dict[str, object] | None = None, tf32: bool = False,
+            spec: MeasureSpec | None = None, chip: ChipSpec | None = None,
+            cache: CacheArg = None, refresh: bool = False, **legacy: object,
             ) -> dict[str, object]:
     """All costs of ``arch`` from ``space`` (see ``measure_model``), cached.
 
@@ -114,84 +107,89 @@ def cost_of(space: str, arch: str, *, input_shape: Sequence[int], num_classes: i
     does a hit whose timing never met the stop rule (see ``_more_precise``). Keys
     include ``latency_ms``, ``macs``, ``params``, ``peak_activation_bytes``, ``bound``,
     ``analog_tiles``, ``analog_mac_fraction``, ``analog_energy_uj`` and ``provenance``.
-    ``rule`` replaces the default timing stop rule (``max_seconds`` is its time cap,
-    ``min_seconds`` its shortest timing, for a figure that averages a shared host's drift);
-    ``clock="thread"`` times CPU time of the one timing thread (see ``options.CLOCKS``);
-    ``form`` the deployed form timed (``hw_cost.forms``), part of the cache key.
-    ``hw`` and ``hw_options``: the analog hardware model the analog estimate describes (tile
-    size, ADC bits, read mode); ``tile_size`` overrides its tile size. They are not in the
-    timing's key: one arch is timed once whatever model a study scores, and each model's
-    estimate is cached beside it (``hw_cost.estimate_cache``); ``cached`` tells of the timing.
-    ``tf32``: CUDA's TF32 setting (in the key on CUDA only, so CPU entries keep theirs).
+    ``spec`` (``hw_cost.spec.MeasureSpec``): how the latency is taken; its device, batch, dtype,
+    form, clock, layout, compilation and (on CUDA) TF32 are part of the cache key, and a hit
+    that timed shorter than ``spec.min_seconds`` is timed again.
+    ``chip`` (``ChipSpec``): the analog hardware model the analog estimate describes (tile
+    size, ADC bits, read mode). It is not in the timing's key: one arch is timed once whatever
+    model a study scores, and each model's estimate is cached beside it
+    (``hw_cost.estimate_cache``); ``cached`` tells of the timing.
+    ``legacy``: the two specs' fields as keywords, the earlier form (deprecated).
     """
-    target, sp = _checked(space, arch, input_shape, device=device, batch_size=batch_size,
-                          dtype=dtype, threads=threads, clock=clock, form=form, hw=hw,
-                          hw_options=hw_options)
+    spec, chip = _settled(spec, chip, legacy, "cost_of")
+    target, sp = _checked(space, arch, input_shape, spec, chip)
     store = resolve_cache(cache)
-    fingerprint = device_fingerprint(target.device, threads)
-    key = CostKey(space, arch, fingerprint_hash(fingerprint), batch_size, target.dtype,
-                  target.input_shape, _timing_options(num_classes, channels_last, compile,
-                                                      clock, form, target.backend, tf32))
+    fingerprint = device_fingerprint(target.device, spec.threads)
+    key = CostKey(space, arch, fingerprint_hash(fingerprint), spec.batch_size, target.dtype,
+                  target.input_shape, _timing_options(num_classes, spec, target.backend))
     build = functools.cache(functools.partial(
         sp.build, arch, in_chans=target.input_shape[0], num_classes=num_classes,
         img_size=target.input_shape[1]))
-    analog_kw = {"tile_size": tile_size, "hw": hw, "hw_options": hw_options}
     hit = store.get(key) if store is not None and not refresh else None
     timing, cached, fresh = hit, True, None
-    if hit is None or not _serves(hit, rule.min_seconds if rule else min_seconds):
+    if hit is None or not _serves(hit, spec.shortest):
         timing, cached, fresh = _measure(
-            build(), key, hit, store, fingerprint, analog_kw, features=sp.features(arch),
-            device=target.device, batch_size=batch_size, dtype=dtype,
-            channels_last=channels_last, compile=compile, threads=threads,
-            max_seconds=max_seconds, min_seconds=min_seconds, rule=rule, clock=clock, form=form,
-            tf32=tf32)
+            build(), key, hit, store, fingerprint, features=sp.features(arch),
+            spec=replace(spec, device=target.device), chip=chip)
     estimate = stored_estimate(
-        store, estimate_parts(space, arch, target.input_shape, num_classes, **analog_kw),
-        lambda: _estimate(build, target.input_shape, timing.get("macs"), batch_size, analog_kw),
+        store, estimate_parts(space, arch, target.input_shape, num_classes,
+                              **chip.estimate_kw()),
+        lambda: _estimate(build, target.input_shape, timing.get("macs"), spec.batch_size,
+                          chip),
         fresh=fresh)
     return {**timing, **estimate_fields(estimate), "cached": cached}
 
 
-def _checked(space: str, arch: str, input_shape: Sequence[int], *, hw: str | None,
-             hw_options: dict[str, object] | None, **setting: object) -> tuple[Target, SearchSpace]:
+def _settled(spec: MeasureSpec | None, chip: ChipSpec | None, legacy: dict[str, object],
+             where: str) -> tuple[MeasureSpec, ChipSpec]:
+    """The two specs a call runs with, the earlier keywords applied (``settle``): the analog
+    chip's (``hw``, ``hw_options`` as ``options``, ``tile_size``) and the timing's."""
+    chip_kw = {_CHIP_KEYWORDS[k]: legacy.pop(k) for k in list(legacy) if k in _CHIP_KEYWORDS}
+    return (settle(MeasureSpec, spec, legacy, where), settle(ChipSpec, chip, chip_kw, where))
+
+
+# The earlier keywords of the analog chip, by the ChipSpec field each became.
+_CHIP_KEYWORDS = {"hw": "hw", "hw_options": "options", "tile_size": "tile_size"}
+
+
+def _checked(space: str, arch: str, input_shape: Sequence[int], spec: MeasureSpec,
+             chip: ChipSpec) -> tuple[Target, SearchSpace]:
     """The validated timing target and the space; every bad input fails before any timing."""
     from search_spaces import get_space
 
-    target = validate(input_shape=input_shape, **setting)
+    target = validate(input_shape=input_shape, **spec.target())
     if len(target.input_shape) != 3 or target.input_shape[1] != target.input_shape[2]:
         raise ConfigError.one("input_shape", "a space builds square images: (C, S, S)",
                               input_shape, "pass e.g. --input-shape 1,28,28")
     sp = get_space(space)
     sp.validate(arch)
-    if hw is not None:
-        figures_for(hw, options=hw_options)
+    if chip.hw is not None:
+        figures_for(chip.hw, options=chip.options)
     return target, sp
 
 
-def _timing_options(num_classes: int, channels_last: bool, compile: bool | str, clock: str,
-                    form: str, backend: str, tf32: bool) -> dict[str, object]:
+def _timing_options(num_classes: int, spec: MeasureSpec, backend: str) -> dict[str, object]:
     """The options of the timing's cache key. The hardware model is not among them; the key
     keeps the ``tile_size: None`` every call without a hardware model or tile size had, so the
     rows those calls stored still serve. Rows stored under the earlier keys that held
     ``hw``/``hw_options`` or a tile size are not looked up: those archs are timed again."""
-    options = {"num_classes": num_classes, "channels_last": channels_last, "compile": compile,
-               "tile_size": None, "clock": clock, "form": form}
+    options = {"num_classes": num_classes, "channels_last": spec.channels_last,
+               "compile": spec.compile, "tile_size": None, "clock": spec.clock,
+               "form": spec.form}
     if BACKENDS.get(backend).tf32_matters:
-        options["tf32"] = tf32
+        options["tf32"] = spec.tf32
     return options
 
 
 def _measure(model: nn.Module, key: CostKey, hit: dict | None, store: CostCache | None,
-             fingerprint: dict[str, object], analog_kw: dict[str, object], *,
-             features: dict[str, object], **timing: object,
-             ) -> tuple[dict[str, object], bool, dict | None]:
+             fingerprint: dict[str, object], *, features: dict[str, object], spec: MeasureSpec,
+             chip: ChipSpec) -> tuple[dict[str, object], bool, dict | None]:
     """Time ``model`` (a miss, or a hit that does not serve): (the timing kept, whether it is
     the cached one, the analog estimate computed on the way); stores a timing that replaces."""
-    result = measure_model(model, key.input_shape, cache=store, **timing, **analog_kw)
+    result = measure_model(model, key.input_shape, spec, chip=chip, cache=store)
     new, estimate = split_estimate(result)
-    device, threads = str(timing["device"]), timing["threads"]
-    with get_backend(device).session(device, threads):  # names the threads used
-        prov = provenance(device, options=key.options)
+    with get_backend(spec.device).session(spec.device, spec.threads):  # names the threads used
+        prov = provenance(spec.device, options=key.options)
     new.update(space=key.space, arch=key.arch, features=features, provenance=prov)
     if hit is not None and not _more_precise(new, hit):
         return hit, True, estimate
@@ -202,11 +200,11 @@ def _measure(model: nn.Module, key: CostKey, hit: dict | None, store: CostCache 
 
 
 def _estimate(build: Callable[[], nn.Module], input_shape: Sequence[int], macs: object,
-              batch_size: int, analog_kw: dict[str, object]) -> dict:
+              batch_size: int, chip: ChipSpec) -> dict:
     """The analog estimate of the candidate for a timing served from the cache. Building it
     draws from the global RNG, which a cache hit must leave as it found it."""
     with torch.random.fork_rng(devices=[]):
-        return analog_cost(build(), input_shape, **analog_kw,
+        return analog_cost(build(), input_shape, **chip.estimate_kw(),
                            total_macs=int(macs) // batch_size if macs else None)
 
 

@@ -21,6 +21,8 @@ from torch import nn
 from hw_cost.backends import get_backend
 from hw_cost.latency import _quiet_gc, prepare
 from hw_cost.options import validate
+from hw_cost.spec import MeasureSpec
+from hwnas.common.settings import settle
 
 # A figure whose calls vary more than this, or a ratio whose rounds disagree by more, is flagged.
 UNSTABLE_CV = 0.10
@@ -64,28 +66,30 @@ def warnings_for(names: Sequence[str], timings: dict[str, Timing],
     return out
 
 
-def compare_latency(models: dict[str, nn.Module], input_shape: Sequence[int], *,
-                    device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
-                    form: str = "eager", threads: int | None = None, seconds: float = 4.0,
-                    window: int = 10, warmup: int = 5, min_rounds: int = 10,
-                    forms: dict[str, str] | None = None) -> dict[str, object]:
+def compare_latency(models: dict[str, nn.Module], input_shape: Sequence[int],
+                    spec: MeasureSpec | None = None, *, seconds: float = 4.0, window: int = 10,
+                    warmup: int = 5, min_rounds: int = 10, forms: dict[str, str] | None = None,
+                    **legacy: object) -> dict[str, object]:
     """Time ``models`` interleaved for about ``seconds`` in all; the first is the reference.
-    ``forms`` gives some models another deployed form than ``form`` (e.g. eager vs int8).
+    ``spec`` (``hw_cost.spec.MeasureSpec``) gives the device, batch, dtype, threads and deployed
+    form; its stop rule is not used (the rounds are). ``forms`` gives some models another
+    deployed form than ``spec.form`` (e.g. eager vs int8). ``legacy``: the spec's fields as
+    keywords, the earlier form (deprecated).
 
     Returns ``{"unit": "ms", "models": {name: Timing fields}, "ratios": {name: {ratio,
     ratio_p10, ratio_p90}}, "rounds", "warnings": [...]}``.
     """
-    forms = {n: (forms or {}).get(n, form) for n in models}
-    targets = {f: validate(device=device, batch_size=batch_size, dtype=dtype,
-                           input_shape=input_shape, threads=threads, form=f)
+    spec = settle(MeasureSpec, spec, legacy, "compare_latency")
+    forms = {n: (forms or {}).get(n, spec.form) for n in models}
+    targets = {f: validate(input_shape=input_shape, **{**spec.target(), "form": f})
                for f in set(forms.values())}
     target = targets[forms[next(iter(models))]]
     backend = get_backend(target.device)
     names = list(models)
     samples: dict[str, list[float]] = {n: [] for n in names}
     per_round: dict[str, list[float]] = {n: [] for n in names}
-    with backend.session(target.device, threads), torch.inference_mode():
-        fns = {n: prepare(m, target.input_shape, device=target.place, batch_size=batch_size,
+    with backend.session(target.device, spec.threads), torch.inference_mode():
+        fns = {n: prepare(m, target.input_shape, device=target.place, batch_size=spec.batch_size,
                           dtype=targets[forms[n]].torch_dtype, channels_last=False,
                           compile=False, form=forms[n]) for n, m in models.items()}
         for fn in fns.values():

@@ -21,7 +21,8 @@ from torch import nn
 from hw_cost.backends import LatencyBackend, fingerprint_hash, get_backend
 from hw_cost.forms import apply_form
 from hw_cost.options import validate
-from hwnas.common.errors import ConfigError
+from hw_cost.spec import MeasureSpec, StopRule
+from hwnas.common.settings import settle
 
 
 @dataclass(frozen=True)
@@ -56,35 +57,6 @@ class LatencyResult:
 
     def to_dict(self) -> dict[str, object]:
         return {**asdict(self), "fingerprint_hash": self.fingerprint_hash}
-
-
-@dataclass(frozen=True)
-class StopRule:
-    """When to stop timing: once the median is known to within +-``rel_tol`` at 95% confidence
-    (distribution-free interval from order statistics), after at least ``min_repeats`` calls and
-    ``min_seconds`` of timing, checked every ``window`` calls; never past ``max_seconds`` or
-    ``max_repeats``.
-
-    ``min_seconds`` is for shared machines: a cloud VM's speed wanders by a few percent over
-    tens of seconds, slower than any one short run can see (its spread looks tight), so
-    short figures taken a minute apart differ by that much. Timing longer averages the wander
-    (bench/results/hw_cost_latency.md); the default 0 keeps a search's measurement short.
-    """
-
-    window: int = 10
-    rel_tol: float = 0.01
-    min_repeats: int = 30
-    max_repeats: int = 20_000
-    max_seconds: float = 10.0
-    warmup_seconds: float = 0.3
-    warmup_calls: int = 5
-    min_seconds: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.min_seconds <= self.max_seconds:
-            raise ConfigError.one("min_seconds", "must lie in [0, max_seconds]",
-                                  f"min_seconds={self.min_seconds}, max_seconds={self.max_seconds}",
-                                  "raise --max-seconds or lower --min-seconds")
 
 
 @dataclass(frozen=True)
@@ -167,46 +139,44 @@ def time_adaptive(fn: Callable[[], object], backend: LatencyBackend, device: str
             return samples, False
 
 
-def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), *,
-                    device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
-                    channels_last: bool = False, compile: bool | str = False,
-                    threads: int | None = None, max_seconds: float = 10.0,
-                    min_seconds: float = 0.0, rule: StopRule | None = None,
-                    clock: str = "wall", scrub_bytes: int = 0,
-                    form: str = "eager", tf32: bool = False) -> LatencyResult:
-    """Median latency of ``model`` on a random input of shape (batch_size, *input_shape).
+def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32),
+                    spec: MeasureSpec | None = None, **legacy: object) -> LatencyResult:
+    """Median latency of ``model`` on a random input of shape (batch_size, *input_shape), timed
+    as ``spec`` says (``hw_cost.spec.MeasureSpec``; default: CPU, batch 1, fp32, eager).
 
-    ``threads`` pins torch's intra-op thread count for the measurement (None keeps the current
-    count; either way the count used is recorded). Runs under ``inference_mode``; ``compile``
-    wraps the model in ``torch.compile`` (True, or a backend name such as "inductor");
-    compilation happens during warm-up and is not timed. ``clock="thread"`` times CPU time of
-    the calling thread (CPU, ``threads=1``): robust to other processes sharing the machine.
-    ``min_seconds`` times at least that long (see ``StopRule``); ``rule`` replaces both caps.
-    ``scrub_bytes`` > 0 writes a buffer that large before every timed call (untimed), so each
-    call starts with its weights evicted from cache, as inside a larger model.
-    ``form`` times the model as deployed (``hw_cost.forms``: eager, compile, int8, fp16, bf16);
-    building it (quantization, compilation) happens before timing and is not timed.
-    ``tf32`` sets TF32 for CUDA matmuls and cuDNN convolutions for the measurement (default off,
-    so fp32 means fp32); a CUDA result records it, the GPU's name, clocks and driver, and the
-    peak device memory of the timed model (weights, input and activations).
+    ``spec.threads`` pins torch's intra-op thread count for the measurement (None keeps the
+    current count; either way the count used is recorded). Runs under ``inference_mode``;
+    ``compile`` wraps the model in ``torch.compile`` (True, or a backend name such as
+    "inductor"); compilation happens during warm-up and is not timed. ``clock="thread"`` times
+    CPU time of the calling thread (CPU, ``threads=1``): robust to other processes sharing the
+    machine. ``min_seconds`` times at least that long (see ``StopRule``); ``rule`` replaces both
+    caps. ``scrub_bytes`` > 0 writes a buffer that large before every timed call (untimed), so
+    each call starts with its weights evicted from cache, as inside a larger model. ``form``
+    times the model as deployed (``hw_cost.forms``: eager, compile, int8, fp16, bf16); building
+    it (quantization, compilation) happens before timing and is not timed. ``tf32`` sets TF32 for
+    CUDA matmuls and cuDNN convolutions for the measurement (default off, so fp32 means fp32); a
+    CUDA result records it, the GPU's name, clocks and driver, and the peak device memory of the
+    timed model (weights, input and activations).
+    ``legacy``: the spec's fields as keywords, the earlier form (deprecated, ``settle``).
     """
-    target = validate(device=device, batch_size=batch_size, dtype=dtype,
-                      input_shape=input_shape, threads=threads, clock=clock, form=form)
-    rule = rule or StopRule(max_seconds=max_seconds, min_seconds=min_seconds)
+    spec = settle(MeasureSpec, spec, legacy, "measure_latency")
+    target = validate(input_shape=input_shape, **spec.target())
+    rule = spec.stop_rule()
     backend = get_backend(target.device)
     began = time.perf_counter()
-    with (backend.session(target.device, threads) as used_threads, torch.inference_mode(),
-          backend.precision(target.device, tf32) as numerics):
+    with (backend.session(target.device, spec.threads) as used_threads, torch.inference_mode(),
+          backend.precision(target.device, spec.tf32) as numerics):
         backend.reset_peak_memory(target.device)
-        fn = prepare(model, target.input_shape, device=target.place, batch_size=batch_size,
-                     dtype=target.torch_dtype, channels_last=channels_last, compile=compile,
-                     form=form)
+        fn = prepare(model, target.input_shape, device=target.place, batch_size=spec.batch_size,
+                     dtype=target.torch_dtype, channels_last=spec.channels_last,
+                     compile=spec.compile, form=spec.form)
         between = None
-        if scrub_bytes > 0:
-            scrub = torch.zeros(scrub_bytes // 4, device=target.place)
+        if spec.scrub_bytes > 0:
+            scrub = torch.zeros(spec.scrub_bytes // 4, device=target.place)
             between = lambda: scrub.add_(1.0)  # noqa: E731
         with _quiet_gc():
-            samples, stable = time_adaptive(fn, backend, target.device, rule, clock, between)
+            samples, stable = time_adaptive(fn, backend, target.device, rule, spec.clock,
+                                            between)
         peak = backend.peak_memory_bytes(target.device)
         fingerprint = backend.fingerprint(target.device, used_threads)
     arr = np.asarray(samples)
@@ -214,7 +184,8 @@ def measure_latency(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32), 
         median_ms=float(np.median(arr)), p10_ms=float(np.percentile(arr, 10)),
         p90_ms=float(np.percentile(arr, 90)), mean_ms=float(arr.mean()),
         cv=float(arr.std() / arr.mean()), repeats=len(samples), stable=stable,
-        seconds=time.perf_counter() - began, device=target.device, batch_size=batch_size,
-        dtype=target.dtype, threads=used_threads, clock=clock, channels_last=channels_last,
-        compile=compile, fingerprint=fingerprint, min_seconds=rule.min_seconds, form=form,
-        tf32=numerics["tf32"], peak_memory_bytes=peak, gpu=numerics.get("gpu", {}))
+        seconds=time.perf_counter() - began, device=target.device, batch_size=spec.batch_size,
+        dtype=target.dtype, threads=used_threads, clock=spec.clock,
+        channels_last=spec.channels_last, compile=spec.compile, fingerprint=fingerprint,
+        min_seconds=rule.min_seconds, form=spec.form, tf32=numerics["tf32"],
+        peak_memory_bytes=peak, gpu=numerics.get("gpu", {}))

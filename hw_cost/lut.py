@@ -24,7 +24,8 @@ from torch import nn
 
 from hw_cost.backends import fingerprint_hash, get_backend
 from hw_cost.cache import CostCache
-from hw_cost.latency import StopRule, measure_latency
+from hw_cost.latency import measure_latency
+from hw_cost.spec import MeasureSpec, StopRule
 
 # Blocks are small: a short warm-up and a looser tolerance keep a LUT build to minutes.
 BLOCK_RULE = StopRule(window=10, rel_tol=0.02, min_repeats=30, max_seconds=0.5,
@@ -112,9 +113,10 @@ class LatencyLUT:
             return float(hit["p10_ms"])
         # Inside a model, the blocks run before this one have evicted its weights from L2; timed
         # alone and repeated, a block would find them hot and look up to ~25% faster.
-        result = measure_latency(module, input_shape[1:], batch_size=input_shape[0],
-                                 device=self.device, dtype=self.dtype, threads=self.threads,
-                                 rule=self.rule, clock=self.clock, scrub_bytes=self.scrub_bytes)
+        spec = MeasureSpec(device=self.device, batch_size=input_shape[0], dtype=self.dtype,
+                           threads=self.threads, rule=self.rule, clock=self.clock,
+                           scrub_bytes=self.scrub_bytes)
+        result = measure_latency(module, input_shape[1:], spec)
         self.cache.put_entry("lut_block", key, {"p10_ms": result.p10_ms, "ms": result.median_ms,
                                                 "cv": result.cv, "repeats": result.repeats})
         self.measured += 1

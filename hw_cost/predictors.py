@@ -14,10 +14,11 @@ from scipy.stats import kendalltau
 from hw_cost.api import cost_of, device_fingerprint
 from hw_cost.backends import fingerprint_hash
 from hw_cost.cache import CostCache
-from hw_cost.latency import StopRule
 from hw_cost.lut import BLOCK_RULE, LatencyLUT
 from hw_cost.regressor import LatencyRegressor
+from hw_cost.spec import MeasureSpec, StopRule
 from hwnas.common.errors import ConfigError
+from hwnas.common.settings import settle
 
 # What a predictor predicts: the median latency, or its 10th percentile, which a busy machine
 # inflates less (other processes stretch some calls, rarely the fastest tenth).
@@ -47,13 +48,16 @@ class Setting:
         shape = "x".join(map(str, self.input_shape))
         return f"{self.space}:b{self.batch_size}:{shape}:c{self.num_classes}"
 
-    def cost(self, arch: str, cache: CostCache, **kw: object) -> dict:
+    def spec(self) -> MeasureSpec:
+        """How a whole model is timed in this setting."""
+        return MeasureSpec(device=self.device, batch_size=self.batch_size, dtype=self.dtype,
+                           threads=self.threads, max_seconds=self.max_seconds,
+                           min_seconds=self.min_seconds, rule=self.model_rule,
+                           clock=self.clock, tf32=self.tf32)
+
+    def cost(self, arch: str, cache: CostCache) -> dict:
         return cost_of(self.space, arch, input_shape=self.input_shape,
-                       num_classes=self.num_classes, device=self.device,
-                       batch_size=self.batch_size, dtype=self.dtype, threads=self.threads,
-                       cache=cache, max_seconds=self.max_seconds,
-                       min_seconds=self.min_seconds, rule=self.model_rule,
-                       clock=self.clock, tf32=self.tf32, **kw)
+                       num_classes=self.num_classes, spec=self.spec(), cache=cache)
 
     def build(self, arch: str):
         from search_spaces import get_space
@@ -205,21 +209,24 @@ _REGRESSOR_MEMO: dict[tuple, LatencyRegressor] = {}
 
 
 def predict_latency(space: str, arch: str, *, input_shape: Sequence[int], num_classes: int,
-                    device: str = "cpu", batch_size: int = 1, dtype: str = "fp32",
-                    threads: int | None = None, cache: CostCache | str | None = None,
-                    method: str = "auto", clock: str = "wall") -> float:
-    """Predicted latency (ms) of ``arch`` without measuring the whole model.
+                    spec: MeasureSpec | None = None, cache: CostCache | str | None = None,
+                    method: str = "auto", **legacy: object) -> float:
+    """Predicted latency (ms) of ``arch`` without measuring the whole model, for the timing
+    setting ``spec`` (its device, batch, dtype, threads and clock: a predictor is built for one).
 
     ``method="lut"`` uses the calibrated block LUT (timing any block it has not seen),
     ``"regressor"`` the regressor trained on the cached measurements of this setting; ``"auto"``
-    takes the LUT when one was built for the setting, else the regressor.
+    takes the LUT when one was built for the setting, else the regressor. ``legacy``: the
+    spec's fields as keywords, the earlier form (deprecated).
     """
     from hw_cost.api import resolve_cache
     from hw_cost.static import static_costs
     from search_spaces import get_space
 
-    setting = Setting(space, tuple(input_shape), num_classes, device, batch_size, dtype, threads,
-                      clock=clock)
+    spec = settle(MeasureSpec, spec, legacy, "predict_latency")
+    batch_size = spec.batch_size
+    setting = Setting(space, tuple(input_shape), num_classes, spec.device, batch_size,
+                      spec.dtype, spec.threads, clock=spec.clock)
     store = resolve_cache(cache)
     if method not in ("auto", "lut", "regressor"):
         raise ConfigError.one("method", "must be auto, lut or regressor", method,

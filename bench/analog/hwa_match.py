@@ -94,9 +94,11 @@ def render(out: dict[str, Any]) -> str:
 
 
 def _score(model, data, args, seed: int) -> dict[str, Any]:  # noqa: ANN001
-    res = analog.evaluate(model, data.x_test, data.y_test, args.hw, times=args.times.split(","),
-                          repeats=args.repeats, seed=seed, options=OPTIONS, digital=DIGITAL,
-                          calib=data.x_train[:256], adabs=defaults.ADABS_IMAGES,
+    protocol = analog.ScoringProtocol(times=args.times.split(","), repeats=args.repeats,
+                                      seed=seed, options=OPTIONS, digital=DIGITAL,
+                                      adabs=defaults.ADABS_IMAGES)
+    res = analog.evaluate(model, data.x_test, data.y_test, args.hw, protocol,
+                          calib=data.x_train[:256],
                           adabs_images=training_images(data.x_train, defaults.ADABS_IMAGES, seed))
     return {p.label: {"mean": float(p.acc_mean), "se": float(p.acc_se),
                       "repeats": int(p.repeats)} for p in res.points}

@@ -91,8 +91,8 @@ def main() -> None:
     def fast(name: str, fast_path: bool = True):
         hw = analog.get_hw(name)
         t = args.time if hw.times is None or analog.parse_time(args.time) in hw.times else "1d"
-        return lambda: analog.evaluate(model, x, y, name, times=(t,), fast=fast_path,
-                                       calib=calib, adabs=0)  # the tiles' speed, no AdaBS
+        protocol = analog.ScoringProtocol(times=(t,), fast=fast_path, adabs=0)  # no AdaBS
+        return lambda: analog.evaluate(model, x, y, name, protocol, calib=calib)
 
     def bare() -> None:  # the floor: torch's own inference loop, no hwnas code
         with torch.inference_mode():

@@ -40,11 +40,12 @@ PER_BAND = {"resnet": 8, "mbconv": 6}
 
 def measure(space: str, archs: list[str]) -> dict[str, dict[str, float]]:
     """Latency (cached by the cost cache, the study's key) and size of each arch."""
-    from hw_cost import cost_of
+    from hw_cost import MeasureSpec, cost_of
 
     out = {}
     for arch in archs:
-        c = cost_of(space, arch, input_shape=INPUT, num_classes=CLASSES, **LATENCY, cache=True)
+        c = cost_of(space, arch, input_shape=INPUT, num_classes=CLASSES,
+                    spec=MeasureSpec(**LATENCY), cache=True)
         out[arch] = {"latency_ms": float(c["latency_ms"]), "params": float(c["params"]),
                      "macs": float(c["macs"]), "latency_cv": float(c.get("latency_cv", 0.0))}
     return out

@@ -23,7 +23,6 @@ with the two study commands printed at the end.
 from __future__ import annotations
 
 import argparse
-import inspect
 import random
 import sys
 import time
@@ -52,12 +51,10 @@ def score(model, data, args) -> dict[str, float]:  # noqa: ANN001
     """Digital and hardware accuracy of ``model`` on the validation images."""
     x, y = data.x_val[:args.eval_limit], data.y_val[:args.eval_limit]
     out = {"acc_digital": evaluate(model, x, y, device=args.device)["acc"]}
-    extra = {}
-    if "adabs" in inspect.signature(analog.evaluate).parameters:  # AdaBS, where available
-        extra = {"adabs": args.bn_images, "adabs_images": data.x_train[:args.bn_images]}
-    res = analog.evaluate(model.eval(), x, y, args.hw, times=tuple(args.times),
-                          repeats=args.repeats, seed=0, calib=data.x_train[:256],
-                          device=args.device, **extra)
+    protocol = analog.ScoringProtocol(times=tuple(args.times), repeats=args.repeats, seed=0,
+                                      adabs=args.bn_images, device=args.device)
+    res = analog.evaluate(model.eval(), x, y, args.hw, protocol, calib=data.x_train[:256],
+                          adabs_images=data.x_train[:args.bn_images])
     for label, point in zip(args.times, res.points, strict=True):
         out[f"acc_{args.hw}@{label}"] = float(point.acc_mean)
     return out

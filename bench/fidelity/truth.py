@@ -336,11 +336,10 @@ def _score(unit: Unit) -> dict[str, Any]:
     model = _model(unit, "train" if unit.phase == "score" else "hwa").to(DEVICE)
     out: dict[str, Any] = {"acc_digital": evaluate(model, data.x_test, data.y_test,
                                                    device=DEVICE)["acc"]}
-    res = analog.evaluate(model, data.x_test, data.y_test, s["hw"], times=tuple(s["times"]),
-                          repeats=s["repeats"], seed=unit.seed, fast=s["fast"],
-                          adabs=s["adabs"],
+    res = analog.evaluate(model, data.x_test, data.y_test, s["hw"],
+                          _protocol(tuple(s["times"]), unit.seed),
                           adabs_images=training_images(data.x_train, s["adabs"], unit.seed),
-                          calib=data.x_train[:256], device=DEVICE)
+                          calib=data.x_train[:256])
     out.update(_points("pcm", s["times"], res))
     out.update(repeats=res.repeats, images=res.images, path=res.path,
                analog_mac_fraction=res.coverage.get("mac_fraction"))
@@ -356,12 +355,20 @@ def _also(model: torch.nn.Module, unit: Unit) -> dict[str, Any]:
 
     s, data = TRUTH["score"], _data()
     also = s["also"]
-    res = analog.evaluate(model, data.x_test, data.y_test, also["hw"], times=tuple(also["times"]),
-                          repeats=s["repeats"], seed=unit.seed, fast=s["fast"],
-                          adabs=s["adabs"],
+    res = analog.evaluate(model, data.x_test, data.y_test, also["hw"],
+                          _protocol(tuple(also["times"]), unit.seed),
                           adabs_images=training_images(data.x_train, s["adabs"], unit.seed),
-                          calib=data.x_train[:256], device=DEVICE)
+                          calib=data.x_train[:256])
     return _points(also["hw"], also["times"], res)
+
+
+def _protocol(times: tuple[str, ...], seed: int) -> Any:  # noqa: ANN401 - ScoringProtocol
+    """The truth's scoring protocol (``TRUTH["score"]``) at ``times``."""
+    import analog
+
+    s = TRUTH["score"]
+    return analog.ScoringProtocol(times=times, repeats=s["repeats"], seed=seed, fast=s["fast"],
+                                  adabs=s["adabs"], device=DEVICE)
 
 
 def add_also(archs: list[str] | None = None) -> list[str]:

@@ -56,9 +56,10 @@ def _timed_eval(ctx: Context, model: torch.nn.Module, data: DataSplits, name: st
     hw = analog.get_hw(name)
     ctx.sync()
     t0 = time.perf_counter()
-    res = analog.evaluate(model, data.x_test, data.y_test, name, times=(_time(hw),),
-                          repeats=repeats, fast=fast, calib=data.x_train[:256],
-                          device=ctx.device, seed=ctx.seed, adabs=0)
+    protocol = analog.ScoringProtocol(times=(_time(hw),), repeats=repeats, seed=ctx.seed,
+                                      fast=fast, adabs=0, device=ctx.device)
+    res = analog.evaluate(model, data.x_test, data.y_test, name, protocol,
+                          calib=data.x_train[:256])
     ctx.sync()
     point = res.points[0]
     return {"seconds": time.perf_counter() - t0, "path": res.path, "acc_mean": point.acc_mean,

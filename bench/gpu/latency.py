@@ -19,10 +19,11 @@ import torch
 
 from bench.gpu.context import Context, Goal, Report, bare_times_ms, cov, part
 from hw_cost.cache import CostCache
-from hw_cost.latency import StopRule, measure_latency, prepare
+from hw_cost.latency import measure_latency, prepare
 from hw_cost.options import DTYPES
 from hw_cost.predictors import Setting, build_lut, evaluate, measure_more
 from hw_cost.roofline import measure_ceilings, roofline_point
+from hw_cost.spec import MeasureSpec, StopRule
 from hw_cost.static import static_costs
 from hwnas.common.devices import tf32_block
 from search_spaces import get_space
@@ -68,9 +69,9 @@ def latency_part(ctx: Context) -> Report:
             for dtype in dtypes:
                 if ctx.left() < 30 and rows:
                     break
-                runs = [measure_latency(model, SHAPE, device=ctx.device, batch_size=batch,
-                                        dtype=dtype, threads=1, rule=_rule(ctx), tf32=False)
-                        for _ in range(repeats)]
+                spec = MeasureSpec(device=ctx.device, batch_size=batch, dtype=dtype,
+                                   threads=1, rule=_rule(ctx), tf32=False)
+                runs = [measure_latency(model, SHAPE, spec) for _ in range(repeats)]
                 bare = [_bare_median(model, ctx, batch, dtype, calls) for _ in range(repeats)]
                 medians = [r.median_ms for r in runs]
                 ratio = cov(medians) / cov(bare) if cov(bare) > 0 else None
@@ -125,8 +126,9 @@ def roofline_part(ctx: Context) -> Report:
         model = _model(space, _arch(space))
         for batch in ctx.pick((1, 32, 256), (1,)):
             for dtype, ceil in ceilings.items():
-                lat = measure_latency(model, SHAPE, device=ctx.device, batch_size=batch,
-                                      dtype=dtype, threads=1, rule=_rule(ctx), tf32=False)
+                lat = measure_latency(model, SHAPE, MeasureSpec(
+                    device=ctx.device, batch_size=batch, dtype=dtype, threads=1,
+                    rule=_rule(ctx), tf32=False))
                 static = static_costs(model, SHAPE, batch_size=batch, device=ctx.device,
                                       dtype=dtype)
                 placed.append({"space": space, "batch": batch, "dtype": dtype,

@@ -39,6 +39,7 @@ def arch_of(space: str) -> str:
 
 
 def one_space(space: str, args: argparse.Namespace) -> list[dict]:
+    from hw_cost import MeasureSpec
     from hw_cost.compare import compare_latency
     from search_spaces import get_space
 
@@ -48,8 +49,8 @@ def one_space(space: str, args: argparse.Namespace) -> list[dict]:
     runs = []
     for _ in range(args.repeats):
         start = time.perf_counter()
-        r = compare_latency({name: model for name in FORMS}, args.shape, threads=args.threads,
-                            seconds=args.seconds, forms=FORMS)
+        r = compare_latency({name: model for name in FORMS}, args.shape,
+                            MeasureSpec(threads=args.threads), seconds=args.seconds, forms=FORMS)
         r["wall_s"] = time.perf_counter() - start
         runs.append(r)
         print(f"{space}: " + ", ".join(f"{n} {r['models'][n]['median_ms']:.3f} ms"

@@ -42,13 +42,14 @@ MID_SIZE = {
 
 def child(args: argparse.Namespace) -> None:
     import search_spaces  # noqa: F401  imported before the clock: a search worker has it loaded
-    from hw_cost import cost_of
+    from hw_cost import MeasureSpec, cost_of
 
     start = time.perf_counter()
-    r = cost_of(args.space, args.arch, input_shape=args.shape, num_classes=10,
-                device=args.device, batch_size=args.batch, dtype=args.dtype,
-                threads=args.threads, cache=args.cache, refresh=True,
-                max_seconds=args.max_seconds, min_seconds=args.min_seconds, clock=args.clock)
+    spec = MeasureSpec(device=args.device, batch_size=args.batch, dtype=args.dtype,
+                       threads=args.threads, max_seconds=args.max_seconds,
+                       min_seconds=args.min_seconds, clock=args.clock)
+    r = cost_of(args.space, args.arch, input_shape=args.shape, num_classes=10, spec=spec,
+                cache=args.cache, refresh=True)
     print(json.dumps({"median_ms": r["latency_ms"], "cv": r["latency_cv"],
                       "p10_ms": r["latency_p10_ms"], "p90_ms": r["latency_p90_ms"],
                       "repeats": r["latency_repeats"], "stable": r["latency_stable"],

@@ -49,6 +49,7 @@ def ceilings_table(args: argparse.Namespace) -> tuple[list[str], dict]:
 
 
 def placement_table(args: argparse.Namespace, cache) -> list[str]:
+    from hw_cost import MeasureSpec
     from hw_cost.api import cost_of
 
     lines = ["| space | batch | latency ms | GFLOP/s attained | intensity FLOP/B | roof share |"
@@ -56,9 +57,10 @@ def placement_table(args: argparse.Namespace, cache) -> list[str]:
     for space in SPACES:
         arch = arch_of(space)
         for batch in (1, args.big_batch):
-            r = cost_of(space, arch, input_shape=args.shape, num_classes=10, batch_size=batch,
-                        threads=args.threads[0], cache=cache, refresh=True,
-                        max_seconds=args.max_seconds)
+            spec = MeasureSpec(batch_size=batch, threads=args.threads[0],
+                               max_seconds=args.max_seconds)
+            r = cost_of(space, arch, input_shape=args.shape, num_classes=10, spec=spec,
+                        cache=cache, refresh=True)
             lines.append(f"| {space} | {batch} | {r['latency_ms']:.3f} | "
                          f"{r['attained_flops'] / 1e9:.2f} | {r['arithmetic_intensity']:.1f} | "
                          f"{r['roof_fraction']:.1%} | {r['memory_level']} | {r['ceiling']} |")

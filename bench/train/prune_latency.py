@@ -24,7 +24,7 @@ import torch
 
 from bench import RESULTS
 from bench._results import replace_section
-from hw_cost import measure_latency, static_costs
+from hw_cost import MeasureSpec, measure_latency, static_costs
 from hwnas.common.provenance import device_name, git_revision, versions
 from hwnas.compress.prune import PruneConfig, prune
 from search_spaces import get_space, list_spaces
@@ -54,7 +54,7 @@ def build(space: str, arch: str) -> torch.nn.Module:
     return get_space(space).build(arch, in_chans=1, num_classes=10, img_size=SHAPE[-1])
 
 
-def measure(lat: dict | None = None) -> Callable[[torch.nn.Module], dict[str, float]]:
+def measure(lat: MeasureSpec | None = None) -> Callable[[torch.nn.Module], dict[str, float]]:
     """What pruning re-measures after each step: params and MACs, and with ``lat`` (latency
     settings) the median latency, which a latency budget needs."""
 
@@ -62,23 +62,23 @@ def measure(lat: dict | None = None) -> Callable[[torch.nn.Module], dict[str, fl
         static = static_costs(model, SHAPE)
         out = {"params": float(static["params"]), "macs": float(static["macs"])}
         if lat is not None:
-            out["latency_ms"] = measure_latency(model, SHAPE, **lat).median_ms
+            out["latency_ms"] = measure_latency(model, SHAPE, lat).median_ms
         return out
 
     return costs
 
 
-def ratio_table(args: argparse.Namespace, lat: dict) -> list[str]:
+def ratio_table(args: argparse.Namespace, lat: MeasureSpec) -> list[str]:
     lines = ["| space | arch | r | (1-r)^2 | params | MACs | latency (ms, median) | "
              "latency / unpruned |", "|---|---|---|---|---|---|---|---|"]
     for space in list_spaces():
         arch = ARCHS.get(space)
         if arch is None:
             continue
-        base = measure_latency(build(space, arch), SHAPE, **lat).median_ms
+        base = measure_latency(build(space, arch), SHAPE, lat).median_ms
         for r in args.ratios:
             res = prune(build(space, arch), SHAPE, PruneConfig(ratio=r), measure=measure())
-            ms = measure_latency(res.model, SHAPE, **lat).median_ms
+            ms = measure_latency(res.model, SHAPE, lat).median_ms
             lines.append(f"| {space} | `{arch}` | {r} | {(1 - r) ** 2:.3f} | "
                          f"{res.after.params / res.before.params:.3f} | "
                          f"{res.after.macs / res.before.macs:.3f} | {ms:.3f} | "
@@ -87,9 +87,9 @@ def ratio_table(args: argparse.Namespace, lat: dict) -> list[str]:
     return lines
 
 
-def budget_run(args: argparse.Namespace, lat: dict) -> list[str]:
+def budget_run(args: argparse.Namespace, lat: MeasureSpec) -> list[str]:
     model = build("resnet", BUDGET_ARCH)
-    base = measure_latency(model, SHAPE, **lat).median_ms
+    base = measure_latency(model, SHAPE, lat).median_ms
     budget = args.budget_frac * base
     res = prune(model, SHAPE, PruneConfig(latency_budget_ms=budget, step=0.05),
                 measure=measure(lat))
@@ -101,7 +101,7 @@ def budget_run(args: argparse.Namespace, lat: dict) -> list[str]:
              f"{res.before.latency_ms:.3f} |"]
     lines += [f"| {i} | {s.ratio} | {s.params} | {s.macs:.3g} | {s.latency_ms:.3f} |"
               for i, s in enumerate(res.steps, 1)]
-    again = [measure_latency(copy.deepcopy(res.model), SHAPE, **lat).median_ms
+    again = [measure_latency(copy.deepcopy(res.model), SHAPE, lat).median_ms
              for _ in range(args.repeats)]
     lines += ["", f"Re-measured {args.repeats} times afterwards: median "
               f"{statistics.median(again):.3f} ms (min {min(again):.3f}, max {max(again):.3f}); "
@@ -111,7 +111,7 @@ def budget_run(args: argparse.Namespace, lat: dict) -> list[str]:
 
 def main() -> None:
     args = parse()
-    lat = {"threads": args.threads, "max_seconds": args.max_seconds}
+    lat = MeasureSpec(threads=args.threads, max_seconds=args.max_seconds)
     head = ["## Pruning: ratio -> costs, and a latency budget", "",
             f"`python {' '.join(sys.argv)}`", "",
             f"Device: {device_name('cpu')}, latency with {args.threads} thread(s), batch 1, "

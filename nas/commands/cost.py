@@ -184,15 +184,18 @@ def _group(r: dict) -> dict:
 
 def cmd_measure(ns: argparse.Namespace) -> int:
     from hw_cost.api import cost_of
+    from hw_cost.spec import ChipSpec, MeasureSpec
 
     if ns.profile is not None:
         return cmd_profile(ns)
     shape, classes = _shape(ns)
-    r = cost_of(ns.space, ns.arch, input_shape=shape, num_classes=classes, device=ns.device,
-                batch_size=ns.batch, dtype=ns.dtype, channels_last=ns.channels_last,
-                compile=ns.compile, threads=ns.threads, cache=_cache(ns) or False,
-                refresh=ns.refresh, max_seconds=ns.max_seconds, min_seconds=ns.min_seconds,
-                tile_size=ns.tile_size, clock=ns.clock, form=ns.form, hw=ns.hw)
+    spec = MeasureSpec(device=ns.device, batch_size=ns.batch, dtype=ns.dtype,
+                       channels_last=ns.channels_last, compile=ns.compile, threads=ns.threads,
+                       max_seconds=ns.max_seconds, min_seconds=ns.min_seconds, clock=ns.clock,
+                       form=ns.form)
+    r = cost_of(ns.space, ns.arch, input_shape=shape, num_classes=classes, spec=spec,
+                chip=ChipSpec(hw=ns.hw, tile_size=ns.tile_size), cache=_cache(ns) or False,
+                refresh=ns.refresh)
     _print(r if ns.json else _group(r), ns.json)
     return 0
 

@@ -76,8 +76,7 @@ def side_by_side(before: nn.Module, after: nn.Module, data: DataSplits, cfg: Stu
     the study's latency settings and deployed form, for about twice a study's timing cap."""
     lat = cfg.latency
     return compare_latency({"before": before, "after": after}, data.input_shape,
-                           device=lat.device, batch_size=lat.batch_size, dtype=lat.dtype,
-                           form=glue.latency_form(cfg), threads=lat.threads,
+                           glue.measure_spec(cfg),
                            seconds=max(2.0, 2 * lat.max_seconds, lat.min_seconds))
 
 
@@ -111,12 +110,6 @@ def load_splits(cfg: StudyConfig, fc: FinalizeConfig) -> DataSplits:
                      train_limit=fc.train_limit, test_limit=d.test_limit)
 
 
-def latency_settings(cfg: StudyConfig) -> dict[str, Any]:
-    lat = cfg.latency
-    return {"device": lat.device, "batch_size": lat.batch_size, "dtype": lat.dtype,
-            "threads": lat.threads, "max_seconds": lat.max_seconds, "min_seconds": lat.min_seconds}
-
-
 def prune_measure(cfg: StudyConfig, input_shape: tuple[int, int, int], *, timed: bool
                   ) -> Callable[[nn.Module], dict[str, float]]:
     """What pruning re-measures after each step: params and MACs, and with ``timed`` the median
@@ -127,7 +120,7 @@ def prune_measure(cfg: StudyConfig, input_shape: tuple[int, int, int], *, timed:
         out = {"params": float(static["params"]), "macs": float(static["macs"])}
         if timed:
             out["latency_ms"] = hw_cost.measure_latency(model, input_shape,
-                                                        **latency_settings(cfg)).median_ms
+                                                        glue.measure_spec(cfg)).median_ms
         return out
 
     return measure

@@ -25,7 +25,6 @@ from nas.finalize.config import FinalizeConfig, asked, pareto_models, study_conf
 from nas.finalize.measure import (
     accuracy_source,
     latency_figures,
-    latency_settings,
     load_splits,
     measure,
     pick_teacher,
@@ -56,7 +55,7 @@ def prune_student(model: nn.Module, data: DataSplits, cfg: StudyConfig, fc: Fina
         calib = (data.x_train[:64], data.y_train[:64])
         measure = prune_measure(cfg, data.input_shape, timed=pcfg.latency_budget_ms is not None)
         summary = prune(model, data.input_shape, pcfg, measure=measure, calib=calib).summary()
-        summary["config"] = {**asdict(pcfg), "latency": latency_settings(cfg)}
+        summary["config"] = {**asdict(pcfg), "latency": _timing(cfg)}
     work.mkdir(parents=True, exist_ok=True)  # the student as a checkpoint: no pickled module
     save_checkpoint(work / "student.pt", space=meta["space"], arch=meta["arch"],
                     state_dict=model.state_dict(), data=meta["data"], module=model)
@@ -210,3 +209,8 @@ def finalize(study_dir: str | Path, fc: FinalizeConfig, *, log: Callable[[str], 
     (final_root / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
 
+
+def _timing(cfg: StudyConfig) -> dict[str, Any]:
+    """The pruning record's latency settings: the spec it timed with, its rule left out."""
+    spec = asdict(glue.measure_spec(cfg))
+    return {k: v for k, v in spec.items() if k != "rule"}

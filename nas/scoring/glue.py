@@ -7,6 +7,7 @@ Kept in one place so the evaluator reads as a recipe and each call into ``hw_cos
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from analog import hwa as analog_hwa
 from analog.adabs import training_images
 from hw_cost.analog_cost import analog_cost, flat_analog
 from hw_cost.backends import get_backend
+from hw_cost.spec import ChipSpec, MeasureSpec
 from hwnas.common.seeds import stream_seed
 from hwnas.train.fit_config import FitConfig
 from nas.study.config import StudyConfig
@@ -30,16 +32,23 @@ _INFO_KEYS = ("device", "dtype", "form", "bound", "ceiling", "memory_level", "fi
               "cached")
 
 
+def measure_spec(cfg: StudyConfig) -> MeasureSpec:
+    """How the study times a candidate, as one ``hw_cost.MeasureSpec``: every ``latency`` field
+    the spec has, and the deployed form the study implies (``latency_form``). A timing option
+    added to both is carried here without another line."""
+    names = {f.name for f in dataclasses.fields(MeasureSpec)}
+    fields = {k: v for k, v in cfg.latency.model_dump().items() if k in names}
+    return MeasureSpec(**{**fields, "form": latency_form(cfg)})
+
+
 def costs(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
           num_classes: int) -> tuple[dict[str, float], dict[str, Any]]:
     """Measured latency, static and analog costs (cached); numbers split from descriptions."""
     lat = cfg.latency
     hw, hw_options = cost_hw(cfg)
     raw = hw_cost.cost_of(space, arch, input_shape=input_shape, num_classes=num_classes,
-                          device=lat.device, batch_size=lat.batch_size, dtype=lat.dtype,
-                          threads=lat.threads, cache=lat.cache, max_seconds=lat.max_seconds,
-                          min_seconds=lat.min_seconds, form=latency_form(cfg), hw=hw,
-                          hw_options=hw_options)
+                          spec=measure_spec(cfg), chip=ChipSpec(hw, hw_options),
+                          cache=lat.cache)
     metrics = {k: float(v) for k, v in raw.items()
                if isinstance(v, int | float) and not isinstance(v, bool)}
     info = {k: raw[k] for k in _INFO_KEYS if k in raw}
@@ -97,11 +106,9 @@ def _needs(cfg: StudyConfig, key: str) -> bool:
 
 def predicted_latency(cfg: StudyConfig, space: str, arch: str, input_shape: tuple[int, ...],
                       num_classes: int) -> float:
-    lat = cfg.latency
     return float(hw_cost.predict_latency(space, arch, input_shape=input_shape,
-                                         num_classes=num_classes, device=lat.device,
-                                         batch_size=lat.batch_size, dtype=lat.dtype,
-                                         threads=lat.threads, cache=lat.cache))
+                                         num_classes=num_classes, spec=measure_spec(cfg),
+                                         cache=cfg.latency.cache))
 
 
 def fit_config(cfg: StudyConfig, **changes: Any) -> FitConfig:
@@ -142,6 +149,24 @@ def hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],
                         cfg.hw_eval.options.get(hw))
 
 
+def scoring_protocol(cfg: StudyConfig, hw: str, times: Sequence[str | None], *,
+                     options: dict[str, Any] | None = None, digital: Sequence[str] | None = None,
+                     precision: Any = None) -> analog.ScoringProtocol:
+    """How the study estimates an accuracy on ``hw``, as one ``analog.ScoringProtocol``: its
+    times, programmings, precision target (the rung's ``precision`` where given), seed,
+    compensation, fast path, AdaBS, the chip's ``options`` and the layers kept ``digital``.
+    Digital and quantized models take no noise settings (they run once)."""
+    he = cfg.hw_eval
+    is_analog = analog.get_hw(hw).kind == "analog"
+    target_se = precision.target_se if precision else he.target_se
+    return analog.ScoringProtocol(
+        times=tuple(analog.parse_time(t) if t else 0.0 for t in times), repeats=he.repeats,
+        seed=cfg.seed, compensation=he.compensation, fast=he.fast, options=options,
+        adabs=he.adabs if is_analog else 0, target_se=target_se if is_analog else None,
+        max_repeats=precision.max_repeats if precision else he.max_repeats,
+        digital=tuple(digital or ()) if is_analog else (), device=cfg.train.device)
+
+
 def _hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None],  # noqa: ANN001
                  x, y, digital: list[str] | None, precision: Any,  # noqa: ANN001
                  options: dict[str, Any] | None) -> dict[str, float]:
@@ -155,18 +180,12 @@ def _hw_accuracy(cfg: StudyConfig, model, data, hw: str, times: list[str | None]
                                                            digital=digital or []),
                        fit_config(cfg, epochs=he.hwa_epochs, seed=stream_seed(cfg.seed, "hwa")))
         out[f"{hw}_hwa_s"] = round(time.perf_counter() - t0, 3)
-    seconds = [analog.parse_time(t) if t else 0.0 for t in times]
-    adabs = he.adabs if is_analog else 0
-    res = analog.evaluate(scored.eval(), x, y, hw, times=tuple(seconds), repeats=he.repeats,
-                          seed=cfg.seed, compensation=he.compensation, fast=he.fast,
-                          options=options,
+    protocol = scoring_protocol(cfg, hw, times, options=options, digital=digital,
+                                precision=precision)
+    res = analog.evaluate(scored.eval(), x, y, hw, protocol,
                           calib=data.x_train[:analog_defaults.CALIB_IMAGES],
-                          device=cfg.train.device, adabs=adabs,
-                          adabs_images=training_images(data.x_train, adabs, cfg.seed),
-                          target_se=(precision.target_se if precision else he.target_se)
-                          if is_analog else None,
-                          max_repeats=precision.max_repeats if precision else he.max_repeats,
-                          digital=(digital or []) if is_analog else [])
+                          adabs_images=training_images(data.x_train, protocol.adabs or 0,
+                                                       cfg.seed))
     for label, point in zip(times, res.points, strict=True):
         key = METRICS.get("accuracy").key(hw, label)
         out[key] = float(point.acc_mean)

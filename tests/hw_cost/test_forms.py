@@ -52,10 +52,10 @@ def test_int8_result_names_its_form(cnn, fast_rule):
 def test_cache_key_separates_forms(cache, monkeypatch):
     calls = []
 
-    def fake_measure(model, input_shape, **kw):
-        calls.append(kw["form"])
-        return {"latency_ms": {"eager": 2.0, "int8": 1.0}[kw["form"]], "latency_stable": True,
-                "latency_cv": 0.01, "latency_min_seconds": 0.0, "form": kw["form"]}
+    def fake_measure(model, input_shape, spec, **kw):
+        calls.append(spec.form)
+        return {"latency_ms": {"eager": 2.0, "int8": 1.0}[spec.form], "latency_stable": True,
+                "latency_cv": 0.01, "latency_min_seconds": 0.0, "form": spec.form}
     monkeypatch.setattr(api, "measure_model", fake_measure)
     kw = {"input_shape": SHAPE, "num_classes": 10, "threads": 1, "cache": cache}
     eager = cost_of(*ARCH, **kw)

@@ -114,9 +114,9 @@ def test_sampled_hardware_reaches_accuracy_and_energy(monkeypatch) -> None:
     seen: dict[str, object] = {}
     real_eval, real_cost = analog.evaluate, glue.analog_cost
 
-    def spy_eval(model, x, y, hw, **kw):  # noqa: ANN001, ANN202 - records, then scores
-        seen["acc"] = (hw, kw.get("options"), list(kw.get("digital") or []))
-        return real_eval(model, x, y, hw, **kw)
+    def spy_eval(model, x, y, hw, protocol, **kw):  # noqa: ANN001, ANN202 - records, scores
+        seen["acc"] = (hw, protocol.options, list(protocol.digital))
+        return real_eval(model, x, y, hw, protocol, **kw)
 
     def spy_cost(model, shape, **kw):  # noqa: ANN001, ANN202 - records, then estimates
         seen["cost"] = (kw.get("hw"), kw.get("hw_options"), kw["figures"].read_mode,
