@@ -62,6 +62,7 @@ class MeasureSpec:
     clock: str = "wall"
     max_seconds: float = 10.0
     min_seconds: float = 0.0
+    warmup_seconds: float = 0.3  # untimed calls first (a GPU ramps its clocks, caches fill)
     rule: StopRule | None = None
     channels_last: bool = False
     compile: bool | str = False
@@ -69,7 +70,8 @@ class MeasureSpec:
     scrub_bytes: int = 0
 
     def stop_rule(self) -> StopRule:
-        return self.rule or StopRule(max_seconds=self.max_seconds, min_seconds=self.min_seconds)
+        return self.rule or StopRule(max_seconds=self.max_seconds, min_seconds=self.min_seconds,
+                                     warmup_seconds=self.warmup_seconds)
 
     @property
     def shortest(self) -> float:

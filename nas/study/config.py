@@ -212,6 +212,8 @@ class LatencyCfg(_Cfg):
     max_seconds: float = Field(2.0, gt=0, description="stop timing after this long")
     min_seconds: float = Field(0.0, ge=0, description="time at least this long: averages a "
                                "shared host's speed drift (hw_cost.StopRule)")
+    warmup_seconds: float = Field(0.3, ge=0, description="untimed calls before timing (a GPU "
+                                  "ramps its clocks)")
     cache: str | None = Field(None, description="cost cache path (default: hw_cost's)")
     form: Literal["eager", "compile", "int8", "fp16", "bf16"] | None = Field(
         None, description="deployed form timed (hw_cost.forms); default: the form the "

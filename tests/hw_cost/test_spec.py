@@ -89,3 +89,4 @@ def test_the_width_check_sees_a_wide_function(tmp_path, monkeypatch) -> None:
         "def f(a, b, c, d, e, f, g, h, i, j, k):\n    return a\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert _too_wide("wide_mod") == ["wide_mod.f: 11"]
+
