@@ -23,11 +23,12 @@ from torch import nn
 from analog import defaults
 from analog.adabs import training_images
 from analog.coverage import mappable_layers
-from analog.drift import DriftResult, accuracy, evaluate
+from analog.drift import DriftResult, TimePoint, accuracy, evaluate
 from analog.hw import get_hw
 from analog.precision import sampling_se
 from analog.protocol import ScoringProtocol
 from hwnas.common.errors import ConfigError
+from hwnas.train.data import DataSplits
 
 Z95 = 1.96
 
@@ -74,7 +75,7 @@ class Estimate:
     repeats: int
 
     @classmethod
-    def of(cls, point: Any) -> Estimate:
+    def of(cls, point: TimePoint) -> Estimate:
         return cls(point.acc_mean, point.acc_se, point.acc_std, len(point.accs))
 
 
@@ -134,7 +135,7 @@ def _diff(a: Estimate, b: Estimate) -> Estimate:
 @dataclass
 class _Scorer:
     model: nn.Module
-    data: Any
+    data: DataSplits
     cfg: ReportConfig
     log: Callable[[str], None]
     ready: nn.Module | None = None
@@ -167,7 +168,7 @@ class _Scorer:
         return Estimate.of(result.points[0])
 
 
-def _calibrated_once(model: nn.Module, data: Any, cfg: ReportConfig) -> nn.Module:
+def _calibrated_once(model: nn.Module, data: DataSplits, cfg: ReportConfig) -> nn.Module:
     """The model with the first device's static input ranges of the all-analog mapping, set
     once for the 2 evaluations per layer of the sensitivity (``evaluate`` keeps them, as it
     keeps HWA ranges, instead of calibrating again). aihwkit's quantile calibration reads each
@@ -178,7 +179,7 @@ def _calibrated_once(model: nn.Module, data: Any, cfg: ReportConfig) -> nn.Modul
     return hw.calibrated(model, hw.rpu_config(), data.x_train[:cfg.calib_size])
 
 
-def _digital(model: nn.Module, data: Any, cfg: ReportConfig, images: int) -> Estimate:
+def _digital(model: nn.Module, data: DataSplits, cfg: ReportConfig, images: int) -> Estimate:
     acc = accuracy(model.eval().to(cfg.device), data.x_test[:images], data.y_test[:images],
                    batch_size=cfg.batch_size, device=cfg.device)
     return Estimate(acc, sampling_se(acc, images), 0.0, 1)
@@ -264,7 +265,7 @@ def _warnings(digital: Estimate, num_classes: int) -> list[str]:
     return []
 
 
-def run_report(model: nn.Module, data: Any, cfg: ReportConfig, *,
+def run_report(model: nn.Module, data: DataSplits, cfg: ReportConfig, *,
                log: Callable[[str], None] = print) -> ReportResult:
     """Everything the report shows, measured on ``model`` (digital, eval mode) and ``data``
     (``hwnas.train.data.DataSplits``: test images scored, training images for AdaBS and

@@ -34,11 +34,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import analog
 from hw_cost.analog_cost import AnalogFigures
 from hwnas.common.errors import ConfigError, Problem
+
+if TYPE_CHECKING:  # annotations only: the config module imports this one
+    from nas.study.config import StudyConfig
 
 READ_MODES = {"one_phase": "1p", "four_phase": "4p"}
 DIGITAL = {"none": (0, 0), "first": (1, 0), "last": (0, 1), "first_last": (1, 1)}
@@ -168,7 +171,7 @@ def _bad(key: str, value: Any) -> bool:
     return not _CHECKS[key](value)
 
 
-def hardware_problems(study: Any) -> list[Problem]:
+def hardware_problems(study: StudyConfig) -> list[Problem]:
     """Study-level rules (``study``: a ``nas.study.config.StudyConfig``)."""
     space, he = study.hw_eval.hardware_space, study.hw_eval
     if not space.active:

@@ -21,11 +21,14 @@ coverage and cost see one assignment.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analog.coverage import mappable_layers
 from hwnas.common.errors import ConfigError, Problem
 from nas.study.hardware import HardwareSpace
+
+if TYPE_CHECKING:  # annotations only: the config module imports this one
+    from nas.study.config import StudyConfig
 
 KNOBS = ("first_k_digital", "last_k_digital")
 
@@ -79,7 +82,7 @@ def parse_mapping(raw: dict[str, Any] | None) -> MappingCfg:
                       digital_layers=tuple([patterns] if isinstance(patterns, str) else patterns))
 
 
-def mapping_problems(study: Any) -> list[Problem]:
+def mapping_problems(study: StudyConfig) -> list[Problem]:
     """Study-level rules of ``hw_eval.mapping`` (``study``: a ``nas.study.config.StudyConfig``)."""
     cfg, problems = study.hw_eval.mapping_cfg, []
     if cfg.active and study.tabular:
