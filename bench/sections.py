@@ -78,4 +78,5 @@ SECTIONS: tuple[Section, ...] = (
             "the GPU and CPU runs, each under its commands, with the readings"),
     Section("gpu", ("python -m bench.gpu.campaign",), optional=True),
     Section("analognas_proxies", ("python -m bench.analognas",), optional=True, reading=True),
+    Section("hwtruth", ("python -m bench.hwtruth report",), optional=True, reading=True),
 )

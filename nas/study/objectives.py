@@ -66,6 +66,11 @@ for _m in (
            "analog in-memory latency per inference (estimate from the tile cost model)"),
     Metric("analog_coverage", "analog_mac_fraction", "maximize", "cost", "fraction",
            "share of MACs that run on analog tiles (the rest stays digital)", worst=0.0),
+    # A chip has a fixed number of crossbar cores (HERMES: 64 of 256x256): a budget on the
+    # tiles the analog layers occupy, at the sampled tile size and mapping, says "fits the chip".
+    Metric("tiles", "analog_tiles", "minimize", "cost", "tiles",
+           "crossbar tiles (chip cores) the analog layers occupy, at the chip's tile size and "
+           "with the digital layers left out"),
 ):
     register_metric(_m)
 

@@ -165,3 +165,17 @@ def test_a_one_phase_read_loses_a_bit_of_the_scored_models_own_dac() -> None:
     assert Hardware(read_mode="one_phase").options("pcm_static") == {"dac_bits": 7}
     assert Hardware(device="pcm", read_mode="one_phase").options("pcm_static") == {"dac_bits": 6}
     assert Hardware(read_mode="four_phase").options("pcm_static") == {}
+
+
+def test_a_chip_cores_budget_counts_the_sampled_chip_s_tiles() -> None:
+    raw = _hw_raw(device="pcm_static", tile_size=[64, 512], digital=["none", "first_last"])
+    raw["constraints"] = [{"metric": "tiles", "max": 8}]
+    cfg = validate_study(raw)
+    evaluator = Evaluator(cfg)
+    small = evaluator.evaluate("rn:s16-d1r1c16-d1r1c32", mapping={
+        "hw.device": "pcm_static", "hw.tile_size": 512, "hw.digital": "first_last"})
+    many = evaluator.evaluate("rn:s16-d1r1c16-d1r1c32", mapping={
+        "hw.device": "pcm_static", "hw.tile_size": 64, "hw.digital": "none"})
+    assert small.metrics["analog_tiles"] <= 8 < many.metrics["analog_tiles"]
+    assert small.feasible and not many.feasible  # over the chip: not trained
+    assert many.constraints["analog_tiles"] > 0 and "skipped" in many.info
