@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import abc
 import random
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from torch import nn
 
 from hwnas.common.errors import ConfigError, Problem
 from hwnas.common.registry import Registry
 from search_spaces import choices
+
+if TYPE_CHECKING:  # annotations only: data sets need not be loaded to build
+    from hwnas.train.data import DataSplits
 
 SPACES: Registry[type[SearchSpace]] = Registry("space")
 
@@ -66,6 +69,12 @@ class SearchSpace(abc.ABC):
     @abc.abstractmethod
     def features(self, arch: str) -> dict[str, float]:
         """Numeric description of ``arch`` (for latency regressors and reports)."""
+
+    def build_for(self, arch: str, data: DataSplits) -> nn.Module:
+        """``arch`` built for a data set's shape (its ``in_chans``, ``num_classes``,
+        ``img_size``): the one spelling of "this candidate, for this data"."""
+        return self.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
+                          img_size=data.img_size)
 
     def random_arch(self, rng: random.Random) -> str:
         """Uniform-ish sample without Optuna, via a tiny trial stand-in."""

@@ -64,7 +64,8 @@ HOW: dict[str, How] = {
     "hwnas pareto runs/quickstart": How("flow"),
     "hwnas export runs/quickstart": How("flow"),
     "hwnas finalize runs/quickstart --prune 0.3 --distill --out final/": How(
-        "flow", ("--epochs", "1", "--train-limit", "300", "--bn-images", "64")),
+        # ONNX export of a finalized model is proved by tests/nas/cli/test_finalize.py
+        "flow", ("--epochs", "1", "--train-limit", "300", "--bn-images", "64", "--no-onnx")),
     SUPERNET: How("budget", ("--steps", "2")),
     "hwnas analog report --model timm:resnet18 --weights runs/resnet18.pt --data fashion_mnist "
     "--hw pcm_static,reram_cmo --out runs/report-resnet18": How(

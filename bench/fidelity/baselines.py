@@ -42,8 +42,7 @@ def _built(space: str, arch: str, seed: int, data: Any) -> torch.nn.Module:
 
     with torch.random.fork_rng():
         torch.manual_seed(TrialSeeds(seed).init)
-        return get_space(space).build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
-                                      img_size=data.img_size)
+        return get_space(space).build_for(arch, data)
 
 
 def row(space: str, arch: str, seed: int, data: Any,

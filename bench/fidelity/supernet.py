@@ -94,8 +94,7 @@ def standalone(archs: list[str], data, args) -> tuple[dict, list[float]]:  # noq
     for arch in archs:
         t0 = time.perf_counter()
         torch.manual_seed(0)
-        model = space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
-                            img_size=data.img_size)
+        model = space.build_for(arch, data)
         fit(model, data, replace(QUICKSTART, epochs=args.standalone_epochs, device=args.device))
         rows[arch] = score(model, data, args)
         seconds.append(time.perf_counter() - t0)
@@ -111,8 +110,7 @@ def proxy_seconds(archs: list[str], data, args) -> list[float]:  # noqa: ANN001
     for arch in archs:
         t0 = time.perf_counter()
         torch.manual_seed(0)
-        model = space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
-                            img_size=data.img_size)
+        model = space.build_for(arch, data)
         fit(model, data, recipe)
         score(model, data, args)
         seconds.append(time.perf_counter() - t0)

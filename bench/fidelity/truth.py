@@ -229,9 +229,7 @@ def _model(unit: Unit, phase: str) -> torch.nn.Module:
     data = _data()
     with torch.random.fork_rng():
         torch.manual_seed(TrialSeeds(unit.seed).init)
-        model = get_space(unit.space).build(unit.arch, in_chans=data.in_chans,
-                                            num_classes=data.num_classes,
-                                            img_size=data.img_size)
+        model = get_space(unit.space).build_for(unit.arch, data)
     path = MODELS / f"{unit.at(phase).stem}.pt"
     if not path.is_file() and phase != "init":
         _redo(unit.at(phase))

@@ -210,8 +210,7 @@ def _model(args: argparse.Namespace, data, fit_cfg):  # noqa: ANN001, ANN202
         return model, {"checkpoint": str(args.checkpoint), "space": meta["space"],
                        "arch": meta["arch"]}
     torch.manual_seed(args.seed)
-    model = _space(args.space).build(args.arch, in_chans=data.in_chans,
-                                     num_classes=data.num_classes, img_size=data.img_size)
+    model = _space(args.space).build_for(args.arch, data)
     _check_digital(args, model)  # before training: a typo must not cost a training run
     result = fit(model, data, fit_cfg)
     test = evaluate(model, data.x_test, data.y_test, device=fit_cfg.device)

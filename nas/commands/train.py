@@ -92,8 +92,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     data = load_data(args.data, seed=args.seed, **data_kwargs(args))
     torch.manual_seed(args.seed)
-    model = space.build(args.arch, in_chans=data.in_chans, num_classes=data.num_classes,
-                        img_size=data.img_size)
+    model = space.build_for(args.arch, data)
     params = sum(p.numel() for p in model.parameters())
     print(f"{space.name} {args.arch} | {args.data} {data.sizes()} | params {params:,} | "
           f"device {cfg.device}, {torch.get_num_threads()} threads")

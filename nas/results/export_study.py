@@ -78,8 +78,7 @@ def export_study(study_dir: str | Path, *, top: int | None = None, onnx: bool | 
 def _export_trained(cfg: StudyConfig, trial: FrozenTrial, weights: dict, data: DataSplits,
                     folder: Path, card: dict, onnx: bool) -> dict:
     arch = trial.user_attrs["arch"]
-    model = get_space(cfg.space).build(arch, in_chans=data.in_chans,
-                                       num_classes=data.num_classes, img_size=data.img_size)
+    model = get_space(cfg.space).build_for(arch, data)
     model.load_state_dict(weights)
     test = evaluate(model, data.x_test, data.y_test)
     card["test"] = {"acc_digital": test["acc"], "loss": test["loss"],

@@ -256,8 +256,7 @@ class Evaluator:
         data = self.data
         with torch.random.fork_rng():
             torch.manual_seed(TrialSeeds(self.cfg.seed).init)
-            return self.space.build(arch, in_chans=data.in_chans, num_classes=data.num_classes,
-                                    img_size=data.img_size)
+            return self.space.build_for(arch, data)
 
     def _eval_split(self):  # noqa: ANN202 - (x, y) tensors
         limit = self.cfg.hw_eval.eval_limit
