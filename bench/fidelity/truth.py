@@ -159,7 +159,7 @@ def plan(spaces: dict[str, list[str]]) -> list[Unit]:
 
 
 # -- claims -------------------------------------------------------------------------------------
-def _claim(unit: Unit) -> bool:
+def claim(unit: Unit) -> bool:
     lock = DATA / "claims" / f"{unit.stem}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     me = f"{socket.gethostname()} {os.getpid()}"
@@ -170,7 +170,7 @@ def _claim(unit: Unit) -> bool:
         if host != socket.gethostname() or _alive(int(pid or 0)):
             return False
         lock.unlink(missing_ok=True)  # its worker is gone: take the unit over
-        return _claim(unit)
+        return claim(unit)
     os.write(fd, me.encode())
     os.close(fd)
     return True
@@ -186,7 +186,7 @@ def _alive(pid: int) -> bool:
     return pid > 0
 
 
-def _release(unit: Unit) -> None:
+def release(unit: Unit) -> None:
     (DATA / "claims" / f"{unit.stem}.lock").unlink(missing_ok=True)
 
 
@@ -202,7 +202,7 @@ def takeable(unit: Unit, device: str | None = None) -> bool:
 
 
 def next_unit(units: list[Unit]) -> Unit | None:
-    return next((unit for unit in units if takeable(unit) and _claim(unit)), None)
+    return next((unit for unit in units if takeable(unit) and claim(unit)), None)
 
 
 def _weights_here(done: Unit, device: str | None = None) -> bool:
@@ -214,19 +214,19 @@ def _weights_here(done: Unit, device: str | None = None) -> bool:
 
 
 # -- the work -----------------------------------------------------------------------------------
-def _data():  # noqa: ANN202 - DataSplits, loaded once per process
+def truth_data():  # noqa: ANN202 - DataSplits, loaded once per process
     from hwnas.train.data import load_data
 
-    if not hasattr(_data, "cached"):
-        _data.cached = load_data(**TRUTH["data"])
-    return _data.cached
+    if not hasattr(truth_data, "cached"):
+        truth_data.cached = load_data(**TRUTH["data"])
+    return truth_data.cached
 
 
-def _model(unit: Unit, phase: str) -> torch.nn.Module:
+def model_of(unit: Unit, phase: str) -> torch.nn.Module:
     from hwnas.common.seeds import TrialSeeds
     from search_spaces import get_space
 
-    data = _data()
+    data = truth_data()
     with torch.random.fork_rng():
         torch.manual_seed(TrialSeeds(unit.seed).init)
         model = get_space(unit.space).build_for(unit.arch, data)
@@ -280,7 +280,7 @@ def fit_base(unit: Unit) -> tuple[torch.nn.Module, dict[str, Any]]:
     """The truth's training run (``TRUTH["train"]``) of ``unit``'s arch and seed, on this device."""
     from hwnas.train.loop import FitConfig, evaluate, fit
 
-    data, model = _data(), _model(unit, "init")
+    data, model = truth_data(), model_of(unit, "init")
     cfg = {**TRUTH["train"], "seed": unit.seed}
     result = fit(model, data, FitConfig(**cfg, device=DEVICE, amp=False))
     acc = evaluate(model, data.x_test, data.y_test, device=DEVICE)["acc"]
@@ -301,7 +301,7 @@ def _hwa_base(unit: Unit) -> tuple[torch.nn.Module, dict[str, Any]]:
     the HWA record says so: the HWA truth then has a base of its own, so that one GPU window can
     run every arch's HWA chain, where the CPU would need hours per arch to retrain."""
     if _weights_here(unit.at("train")):
-        return _model(unit, "train"), {}
+        return model_of(unit, "train"), {}
     model, out = fit_base(unit)
     return model.eval(), {"base_device": DEVICE.split(":")[0],
                           "base_acc_digital": out["acc_digital"],
@@ -316,7 +316,7 @@ def _hwa(unit: Unit) -> dict[str, Any]:
 
     cfg = dict(TRUTH["hwa"])
     noise = cfg.pop("weight_noise")
-    data, (model, base) = _data(), _hwa_base(unit)
+    data, (model, base) = truth_data(), _hwa_base(unit)
     fit_cfg = FitConfig(**cfg, seed=stream_seed(unit.seed, "hwa"), device=DEVICE, amp=False)
     result = analog.hwa_fit(model, data, "pcm", fit_cfg, options=HwaOptions(weight_noise=noise))
     _save(model, unit)
@@ -330,8 +330,8 @@ def _score(unit: Unit) -> dict[str, Any]:
     from hwnas.train.loop import evaluate
 
     s = TRUTH["score"]
-    data = _data()
-    model = _model(unit, "train" if unit.phase == "score" else "hwa").to(DEVICE)
+    data = truth_data()
+    model = model_of(unit, "train" if unit.phase == "score" else "hwa").to(DEVICE)
     out: dict[str, Any] = {"acc_digital": evaluate(model, data.x_test, data.y_test,
                                                    device=DEVICE)["acc"]}
     res = analog.evaluate(model, data.x_test, data.y_test, s["hw"],
@@ -351,7 +351,7 @@ def _also(model: torch.nn.Module, unit: Unit) -> dict[str, Any]:
     import analog
     from analog.adabs import training_images
 
-    s, data = TRUTH["score"], _data()
+    s, data = TRUTH["score"], truth_data()
     also = s["also"]
     res = analog.evaluate(model, data.x_test, data.y_test, also["hw"],
                           _protocol(tuple(also["times"]), unit.seed),
@@ -387,8 +387,8 @@ def add_also(archs: list[str] | None = None) -> list[str]:
                 or not (MODELS / f"{source.stem}.pt").is_file():
             continue  # computed already, not asked for, or its weights are elsewhere
         start = time.perf_counter()
-        model = _model(unit, source.phase).to(DEVICE)
-        data = _data()
+        model = model_of(unit, source.phase).to(DEVICE)
+        data = truth_data()
         acc = evaluate(model, data.x_test, data.y_test, device=DEVICE)["acc"]
         if acc != rec["acc_digital"]:  # other weights than the scored ones: not comparable
             print(f"{unit.stem}: skipped, its weights here give {acc} digitally where the "
@@ -425,7 +425,7 @@ def work(units: list[Unit], *, threads: int, stop_after: float | None = None) ->
             print(f"{unit.stem}: {out['seconds']:.0f} s", flush=True)
             done += 1
         finally:
-            _release(unit)
+            release(unit)
     return done
 
 

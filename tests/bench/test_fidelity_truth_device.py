@@ -72,11 +72,11 @@ def test_a_worker_passes_over_units_whose_weights_are_elsewhere(tiny_truth: Path
         unit.path.write_text(json.dumps({"device": device, "phase": "train"}))
     units = truth.with_phases(truth.plan({"resnet": [ARCH, other]}), ("score",))
     assert truth.next_unit(units) == truth.Unit("resnet", other, "score")  # cpu may recompute
-    truth._release(truth.Unit("resnet", other, "score"))
+    truth.release(truth.Unit("resnet", other, "score"))
     monkeypatch.setattr(truth, "DEVICE", "cuda")
     mine = truth.Unit("resnet", ARCH, "score")
     assert truth.next_unit(units) == mine  # trained on cuda: a cuda machine may recompute
-    truth._release(mine)
+    truth.release(mine)
     mine.path.write_text("{}")
     assert truth.next_unit(units) is None  # the cpu-trained arch has no weights here
     truth.MODELS.mkdir(parents=True)
@@ -97,12 +97,12 @@ def test_hwa_trains_its_own_base_where_the_truths_weights_are_elsewhere(
     try:
         out = truth.run_unit(hwa)
     finally:
-        truth._release(hwa)
+        truth.release(hwa)
     assert out["base_device"] == "cpu" and 0.0 <= out["base_acc_digital"] <= 1.0
     assert not (truth.MODELS / f"{train.stem}.pt").exists()  # never under the truth's name
     assert (truth.MODELS / f"{hwa.stem}.pt").is_file()
     # Where the truth's weights are here, HWA starts from them and records no base of its own.
-    model = truth._model(truth.Unit("resnet", ARCH, "init"), "init")
+    model = truth.model_of(truth.Unit("resnet", ARCH, "init"), "init")
     torch.save(model.state_dict(), truth.MODELS / f"{train.stem}.pt")
     assert truth._hwa_base(hwa)[1] == {}
 
