@@ -47,8 +47,9 @@ def main() -> None:
     w.set_defaults(func=cmd_work)
     r = sub.add_parser("report", help="the truth's figures from the stored units")
     r.add_argument("--seeds", type=int, default=10)
-    r.add_argument("--budget-archs", type=float, default=3.0,
-                   help="each search's CPU budget, in median archs trained and scored")
+    r.add_argument("--budget-archs", type=float, default=None,
+                   help="each search's CPU budget, in median archs trained and scored "
+                   "(default: a third of the truth's archs)")
     r.add_argument("--write", action="store_true")
     r.set_defaults(func=cmd_report)
     args = parser.parse_args()

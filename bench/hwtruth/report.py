@@ -9,7 +9,8 @@
 - **Front regret at equal wall time.** Searches spend one CPU budget, charged as the truth paid it:
   a new arch costs its training (the fidelity truth's recorded seconds) and each scored chip its
   scoring seconds; scoring another chip on a trained arch costs only the scoring. The shipped
-  sampler (``default``) searches arch and chip jointly; random search draws (arch, chip) cells;
+  sampler (``default``) searches arch and chip jointly, beside Optuna's TPE and NSGA-II on the
+  same two parameters; random search draws (arch, chip) cells;
   each heuristic spends the budget on archs (in random order) at its chip; size-greedy trains the
   largest arch at maximum bits. A search sees each cell's accuracy with noise: the training seed's
   (one draw per arch, shared by its chips) and the cell's programming SE; its front is the
@@ -177,6 +178,8 @@ def regret(t: pd.DataFrame, seeds: int, budget: float, sd_train: float) -> pd.Da
     for seed in range(seeds):
         obs = observe(t, 1000 + seed, sd_train)
         picks = {"joint search (default sampler)": joint_search(t, "default", seed, budget, obs),
+                 "joint search (Optuna TPE)": joint_search(t, "tpe", seed, budget, obs),
+                 "joint search (Optuna NSGA-II)": joint_search(t, "nsga2", seed, budget, obs),
                  "joint search (random)": random_cells(t, seed, budget, obs),
                  "max bits, all analog": fixed_chip(t, MAX_BITS, seed, budget, obs),
                  "max bits, first+last digital": fixed_chip(t, FIRST_LAST, seed, budget, obs),
@@ -255,9 +258,11 @@ def _regret_lines(res: pd.DataFrame, budget: float) -> list[str]:
     return lines
 
 
-def main(*, seeds: int, budget_archs: float, write: bool) -> dict[str, Any]:
+def main(*, seeds: int, budget_archs: float | None, write: bool) -> dict[str, Any]:
     t = table()
     sd = train_sd()
+    if budget_archs is None:  # set before any result was seen: a third of the truth's archs
+        budget_archs = round(t.arch.nunique() / 3, 2)
     per_arch = float(t.drop_duplicates("arch").train_seconds.median() + t.score_seconds.median())
     budget = budget_archs * per_arch
     res = regret(t, seeds, budget, sd)
