@@ -66,3 +66,9 @@ def test_regret_is_seeded_and_an_all_seeing_search_reaches_the_whole_front() -> 
     full = a[a.searcher == "joint search (random)"].hv_fraction  # budget buys every cell
     assert np.allclose(full, 1.0)
     assert (a.hv_fraction <= 1.0 + 1e-9).all()
+
+
+def test_a_budget_below_one_arch_buys_no_front_for_anyone() -> None:
+    t = _grid(lambda i, j: 0.6 + 0.03 * i - 0.02 * (j % 3))
+    res = report.regret(t, seeds=1, budget=50.0, sd_train=0.0)  # one arch: 100 s + 10 s
+    assert (res.hv_fraction == 0.0).all()
