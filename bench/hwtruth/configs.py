@@ -5,7 +5,7 @@ from __future__ import annotations
 from nas.study.hardware import Hardware
 
 # Resnet fidelity-truth archs across the latency bands (bench/data/fidelity/bands.json), all with
-# CPU-trained weights (retrainable here to the recorded values), cheapest to train first.
+# CPU-trained weights (retrainable here from their recipe and seed), cheapest to train first.
 ARCHS = (
     "rn:s32-d2r1c16",          # 0.85 ms band, 12.7 k params
     "rn:s32-d2r2c16",          # 1.5 ms

@@ -216,7 +216,8 @@ def render(t: pd.DataFrame, runs: dict[float, tuple[float, pd.DataFrame]],
         f"cell: accuracy at {TIME} on the whole Fashion-MNIST test split (10,000 images), "
         f"{REPEATS} programmings, AdaBS on 512 training images; analog energy of one inference "
         "from the same hardware description (read mode named per chip). Weights: the fidelity "
-        "truth's (5 epochs, seed 0).",
+        "truth's recipe and seed (5 epochs, seed 0), retrained here from their records; a "
+        "retraining is not bit-identical to the recorded run (bench/hwtruth/__init__.py).",
         "",
         "## Variance shares over the complete grid",
         "",

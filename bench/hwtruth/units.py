@@ -77,8 +77,8 @@ def score(unit: HwUnit, model: torch.nn.Module) -> dict[str, Any]:
 
 def work(units: list[HwUnit], *, threads: int, stop_after: float | None = None) -> int:
     """Run units until none is left (or ``stop_after`` seconds passed); returns units done.
-    Weights come from the fidelity truth's train units (``truth.model_of`` retrains a missing one
-    to its recorded values on the device that trained it)."""
+    Weights come from the fidelity truth's train units (``truth.model_of`` retrains a missing
+    one from its recipe and seed, on the kind of device that trained it)."""
     from hwnas.common.provenance import provenance
 
     torch.set_num_threads(threads)
@@ -91,8 +91,9 @@ def work(units: list[HwUnit], *, threads: int, stop_after: float | None = None) 
         try:
             if unit.arch not in models:
                 models = {unit.arch: _weights(unit.arch)}
-            out = score(unit, models[unit.arch])
-            out.update(provenance=provenance(truth.DEVICE), device=truth.DEVICE)
+            model, weights = models[unit.arch]
+            out = score(unit, model)
+            out.update(weights, provenance=provenance(truth.DEVICE), device=truth.DEVICE)
             unit.path.parent.mkdir(parents=True, exist_ok=True)
             unit.path.write_text(json.dumps(out, indent=1, default=str))
             print(f"{unit.stem}: acc {out['acc']:.4f} ± {out['acc_se']:.4f}, "
@@ -108,9 +109,17 @@ def _claim_key(unit: HwUnit) -> truth.Unit:
     return truth.Unit("resnet", unit.arch, f"hw-{unit.hardware.code.replace(':', '_')}")
 
 
-def _weights(arch: str) -> torch.nn.Module:
+def _weights(arch: str) -> tuple[torch.nn.Module, dict[str, float | None]]:
+    """The arch's truth weights, and their digital test accuracy beside the record's: a
+    retraining is not bit-identical to the recorded run."""
+    from hwnas.train.loop import evaluate
+
     unit = truth.Unit(truth.space_of(arch), arch, "train")
     t0 = time.perf_counter()
     model = truth.model_of(unit, "train").to(truth.DEVICE)
-    print(f"{arch}: truth weights ready ({time.perf_counter() - t0:.0f} s)", flush=True)
-    return model
+    data = truth.truth_data()
+    acc = evaluate(model, data.x_test, data.y_test, device=truth.DEVICE)["acc"]
+    recorded = json.loads(unit.path.read_text()).get("acc_digital")
+    print(f"{arch}: truth weights ready ({time.perf_counter() - t0:.0f} s), digital {acc:.4f} "
+          f"(record {recorded})", flush=True)
+    return model, {"weights_acc_digital": acc, "recorded_acc_digital": recorded}
