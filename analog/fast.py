@@ -141,14 +141,40 @@ class FastTile:
         return self.weight * (scale.view(-1, 1) if isinstance(scale, Tensor) else scale)
 
 
+def conv_pads(layer: nn.Conv2d) -> tuple[int, int, int, int]:
+    """``layer``'s zero padding as ``F.pad`` takes it (left, right, top, bottom)."""
+    if isinstance(layer.padding, str):
+        return layer._reversed_padding_repeated_twice if layer.padding == "same" else (0,) * 4
+    return (layer.padding[1], layer.padding[1], layer.padding[0], layer.padding[0])
+
+
+def patch_std(layer: nn.Conv2d, x: Tensor, c0: int, c1: int) -> float:
+    """Sample std of every patch value of ``layer`` over channels [c0, c1) of its input ``x``
+    (each input value counted once per patch that holds it, the padding's zeros once per patch
+    that reaches them), from count-weighted sums in float64: one pass over the input, neither
+    the kh*kw times larger patch view nor a padded copy."""
+    (kh, kw), (dh, dw), (sh, sw) = layer.kernel_size, layer.dilation, layer.stride
+    left, right, top, bottom = conv_pads(layer)
+    size = (x.shape[2] + top + bottom, x.shape[3] + left + right)
+    ho = (size[0] - dh * (kh - 1) - 1) // sh + 1
+    wo = (size[1] - dw * (kw - 1) - 1) // sw + 1
+    ones = x.new_ones(1, kh * kw, ho * wo)
+    counts = F.fold(ones, size, (kh, kw), dilation=(dh, dw), stride=(sh, sw))[0, 0]
+    counts = counts[top:top + x.shape[2], left:left + x.shape[3]].double()
+    chans = x[:, c0:c1]
+    s1 = (chans.sum(dim=(0, 1), dtype=torch.float64) * counts).sum()
+    s2 = ((chans * chans).sum(dim=(0, 1), dtype=torch.float64) * counts).sum()
+    n = x.shape[0] * (c1 - c0) * kh * kw * ho * wo
+    if n < 2:
+        return math.nan
+    return math.sqrt(max(float(s2 - s1 * s1 / n) / (n - 1), 0.0))
+
+
 class Patches:
     """Conv input vectors as a strided view (n, C, kh, kw, Ho, Wo) of the zero-padded input."""
 
     def __init__(self, layer: nn.Conv2d, x: Tensor):
-        if isinstance(layer.padding, str):
-            pads = layer._reversed_padding_repeated_twice if layer.padding == "same" else (0,) * 4
-        else:
-            pads = (layer.padding[1], layer.padding[1], layer.padding[0], layer.padding[0])
+        pads = conv_pads(layer)
         self.xp = F.pad(x, pads) if any(pads) else x
         (kh, kw), (dh, dw), (sh, sw) = layer.kernel_size, layer.dilation, layer.stride
         view = self.xp.unfold(2, dh * (kh - 1) + 1, sh).unfold(3, dw * (kw - 1) + 1, sw)
@@ -169,22 +195,6 @@ class Patches:
         """Whether each patch has a non-zero value in channels [c0, c1): (n, L) bool."""
         reduced = self.xp[:, c0:c1].abs().amax(dim=1, keepdim=True)
         return self.window_max(reduced).view(self.n, -1) > 0
-
-    def std(self, c0: int, c1: int) -> float:
-        """Sample std of every patch value over channels [c0, c1) (each input value counted
-        once per patch that holds it), from count-weighted sums in float64: one pass over the
-        input instead of a Welford pass over the kh*kw times larger patch view."""
-        (kh, kw), (dh, dw), (sh, sw) = self.kernel, self.dilation, self.stride
-        ones = self.xp.new_ones(1, kh * kw, self.ho * self.wo)
-        counts = F.fold(ones, self.xp.shape[2:], (kh, kw), dilation=(dh, dw), stride=(sh, sw))
-        chans = self.xp[:, c0:c1]
-        counts = counts[0, 0].double()
-        s1 = (chans.sum(dim=(0, 1), dtype=torch.float64) * counts).sum()
-        s2 = ((chans * chans).sum(dim=(0, 1), dtype=torch.float64) * counts).sum()
-        n = self.n * (c1 - c0) * kh * kw * self.ho * self.wo
-        if n < 2:
-            return math.nan
-        return math.sqrt(max(float(s2 - s1 * s1 / n) / (n - 1), 0.0))
 
     def window_max(self, reduced: Tensor) -> Tensor:
         """Maximum of a one-channel map ``reduced`` (n, 1, H, W) over every patch window."""
@@ -279,10 +289,9 @@ class FastLayer(nn.Module):
     def _row_stds(self, x: Tensor) -> list[float]:
         """The std of every tile row's input values for the batch ``x``."""
         if isinstance(self.layer, nn.Conv2d):
-            patches = Patches(self.layer, x)
             if self.aligned:
-                return [patches.std(c0, c1) for c0, c1 in self.channel_tiles]
-            parts = patches.columns().split(self.in_sizes, 1)
+                return [patch_std(self.layer, x, c0, c1) for c0, c1 in self.channel_tiles]
+            parts = Patches(self.layer, x).columns().split(self.in_sizes, 1)
         else:
             parts = x.reshape(-1, self.layer.in_features).split(self.in_sizes, 1)
         return [float(part.std()) for part in parts]

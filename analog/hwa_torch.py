@@ -30,7 +30,6 @@ tiles). The trained weights stay the digital layers' own parameters.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,7 +38,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from analog.coverage import digital_layers, is_mappable
-from analog.fast import Patches, fast_unsupported, split_sizes
+from analog.fast import fast_unsupported, patch_std, split_sizes
+from analog.hwa_stages import InputStage, OutputStage
 from analog.input_ranges import learned_input_ranges
 from analog.periphery import IOModel
 
@@ -76,10 +76,6 @@ def fp32_precision(device: torch.device | str) -> Iterator[dict[str, Any]]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _ste_round(x: Tensor) -> Tensor:
-    return x + (x.round() - x).detach()
-
-
 class HwaLayer(nn.Module):
     """A Linear or Conv2d training through emulated inference tiles (see the module docstring)."""
 
@@ -111,10 +107,15 @@ class HwaLayer(nn.Module):
         if isinstance(self.layer, nn.Linear):
             return F.linear(inp, w).movedim(-1, 1)
         layer = self.layer
-        return F.conv2d(inp, w.view(len(w), -1, *layer.kernel_size), None, layer.stride,
-                        layer.padding, layer.dilation)
+        y = F.conv2d(inp, w.view(len(w), -1, *layer.kernel_size), None, layer.stride,
+                     layer.padding, layer.dilation)
+        # a one-channel input and weight are NCHW and channels_last at once: torch picks NCHW
+        return y.contiguous(memory_format=torch.channels_last) if self._owner[0].channels_last \
+            else y
 
     def _row_input(self, x: Tensor, row: int) -> Tensor:
+        if len(self.slices) == 1:  # the whole input: no slice to copy back in the backward
+            return x
         if isinstance(self.layer, nn.Linear):
             a, b = self.slices[row]
             return x[..., a:b]
@@ -127,7 +128,7 @@ class HwaLayer(nn.Module):
         if k >= params.init_from_data:
             return
         if isinstance(self.layer, nn.Conv2d):
-            std = Patches(self.layer, x).std(*self.channels[row])
+            std = patch_std(self.layer, x, *self.channels[row])
         else:
             std = float(self._row_input(x, row).std())
         if std > 0.0:
@@ -163,36 +164,31 @@ class HwaLayer(nn.Module):
         if self.training and self.ranged:
             self._update_range(inp, row)
         tiles, scales = self._tile_weights(w)
-        factor = io.nm_const * io.o_unit * io.out_scale
-        if self.ranged:
-            from aihwkit.simulator.tiles.inference_torch import InputRangeForward
-
-            r = self.input_range[row:row + 1]
-            bound = float(r.detach().abs())
-            inp = InputRangeForward.apply(inp.clamp(-bound, bound), r,
-                                          self.rpu.pre_post.input_range) / r
-        q = inp * (1.0 / (io.nm_const * io.i_unit))
-        if io.inp_step > 0:
-            q = _ste_round(q)
-        if math.isfinite(io.inp_bound):
-            q = q.clamp(-io.inp_bound / io.i_unit, io.inp_bound / io.i_unit)
+        r = self.input_range[row:row + 1] if self.ranged else None
+        q = InputStage.apply(inp, r, 1.0 / (io.nm_const * io.i_unit), io.inp_step > 0,
+                             io.inp_bound / io.i_unit, self.rpu.pre_post.input_range)
         main, pos, absw, read = io.product_weights(tiles)
         y = self._product(q, main)
         with torch.no_grad():
-            qd, hard = q.detach(), y.detach().clone()
-            z = a = None
-            if pos is not None and bool(qd.amin() >= 0):  # |q| = q: one product for both
-                z, a = self._product(qd, torch.cat([pos, absw])).split(len(pos), dim=1)
-            elif pos is not None:
-                z, a = self._product(qd, pos), self._product(qd.abs(), absw)
-            var = None if read is None else self._product(qd * qd, read).add_(io.out_var)
-            hard = io.clip_out(io.analog_out(hard, gen, a=a, z=z, var=var))
-            at_bound = hard.abs() * (io.o_unit * io.nm_const) >= 0.999 * io.out_bound
-        y = torch.where(at_bound, hard, y + (hard - y).detach())
-        out = y * (factor * scales.view(1, -1, *([1] * (y.dim() - 2))))
-        return out * r.view(1, *([1] * (y.dim() - 1))) if self.ranged else out
+            side = self._side_products(q.detach(), pos, absw, read)
+        coef = scales.view(1, -1, *([1] * (y.dim() - 2))) * (
+            io.nm_const * io.o_unit * io.out_scale)
+        return OutputStage.apply(y, r, coef, io, gen, side)
+
+    def _side_products(self, q: Tensor, pos: Tensor | None, absw: Tensor | None,
+                       read: Tensor | None) -> dict[str, Tensor | None]:
+        """IR drop's ``z`` and ``a`` and the read noise's variance (``IOModel.analog_out``)."""
+        io, z, a = self.io, None, None
+        if pos is not None:
+            # two products, not one of stacked weights: its channel halves would be strided
+            # views, and every pass over them three times slower in channels_last
+            z, a = self._product(q, pos), self._product(q.abs(), absw)
+        var = None if read is None else self._product(q * q, read).add_(io.out_var)
+        return {"a": a, "z": z, "var": var}
 
     def forward(self, x: Tensor) -> Tensor:
+        if self._owner[0].channels_last and x.dim() == 4:
+            x = x.contiguous(memory_format=torch.channels_last)
         w = self.layer.weight.reshape(self.layer.weight.shape[0], -1)
         out = None
         for row, (a, b) in enumerate(self.slices):
@@ -226,6 +222,9 @@ class TorchHwaModel(nn.Module):
         self.net, self.rpu, self.weight_noise = model, rpu, float(weight_noise)
         self.io = IOModel.of(rpu.forward)
         self.seed, self._generators = seed, {}
+        self.channels_last = False
+        """Whether the convs were put in channels_last (``fit`` does): then every product and
+        activation of the wrapped layers is kept in that format (set on each forward)."""
         keep = set(digital_layers(model, digital)) if digital else set()
         self._wrap(model, keep, "")
 
@@ -248,6 +247,10 @@ class TorchHwaModel(nn.Module):
         return [m for m in self.net.modules() if isinstance(m, HwaLayer)]
 
     def forward(self, x: Tensor) -> Tensor:
+        self.channels_last = any(
+            w.dim() == 4 and not w.is_contiguous()
+            and w.is_contiguous(memory_format=torch.channels_last)
+            for w in (layer.layer.weight for layer in self.layers()))
         return self.net(x)
 
     def unwrap(self) -> nn.Module:

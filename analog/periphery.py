@@ -84,6 +84,17 @@ def _step(res: float, bound: float) -> float:
     return float(np.float32(res32 * np.float32(2.0 * bound)))
 
 
+def randn_as(y: Tensor, gen: torch.Generator) -> Tensor:
+    """Standard normals shaped and laid out as ``y``, drawn in its memory order: ``normal_``
+    on a channels_last tensor walks it element by element, eight times slower on CPU."""
+    if y.dim() == 4 and not y.is_contiguous() and y.is_contiguous(
+            memory_format=torch.channels_last):
+        n, c, h, w = y.shape
+        return torch.randn((n, h, w, c), generator=gen, device=y.device,
+                           dtype=y.dtype).permute(0, 3, 1, 2)
+    return torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype)
+
+
 @dataclass(frozen=True)
 class IOModel:
     """The forward ``IOParameters`` the emulation uses, resolved like RPUCuda does."""
@@ -230,10 +241,9 @@ class IOModel:
             c = torch.addcmul(y.new_tensor(0.5), a, a - 4.0, value=0.05)
             y = y.addcmul_(c.mul_(z), a, value=-1.0)
         if var is not None:
-            noise = torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype)
-            y = y.addcmul_(noise, var.sqrt_())
+            y = y.addcmul_(randn_as(y, gen), var.sqrt_())
         elif self.out_noise > 0:
-            y = torch.normal(y, self.out_noise / self.o_unit, generator=gen)
+            y = y.add_(randn_as(y, gen), alpha=self.out_noise / self.o_unit)
         if self.out_step > 0:
             y = _round(y, self.out_sto, gen)
         return y

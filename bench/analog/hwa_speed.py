@@ -166,9 +166,9 @@ def main() -> None:
         f"Command: `{command_line()}` ({prov.get('time_utc')}, git {prov.get('git')}). "
         f"{args.arch}, {args.threads} thread(s), {args.repeats} repeats; every path runs once "
         "per repeat in turn and each ratio (time / baseline time, median [min-max]) is taken "
-        f"within its repeat. The host is shared and loaded (load average, 1 min, "
+        f"within its repeat. The host may be shared (load average, 1 min, "
         f"{load_before:.2f} before / {load_after:.2f} after, on {os.cpu_count()} cores): the "
-        "absolute rates move with the neighbours, the ratios of one run are the figures.", "",
+        "absolute rates move with any neighbours, the ratios of one run are the figures.", "",
         f"## HWA training: {args.steps} steps of {args.batch} images (forward, loss, backward, "
         "step, clipping)", "",
         "fp32; the torch engine trains with pcm_static's full forward (8-bit DAC/ADC, learned "

@@ -173,3 +173,51 @@ def test_weight_gradient_is_aihwkits_update_up_to_its_mapping_and_dac():
         want = (dp.T @ xp) * tile.get_mapping_scales().view(-1, 1) * tile.input_range
         err = float((want - got[:, a:b]).norm() / want.norm())
         assert err < 0.02, err
+
+
+@pytest.mark.parametrize("scale", [0.3, 3.0], ids=["decay-pulls-in", "clipped-pull-out"])
+def test_input_stage_gradients_are_aihwkits_input_range_rule(scale):
+    # the fused stage against autograd through aihwkit's InputRangeForward, the division by
+    # the range and straight-through rounding, on inputs inside the range and far outside it
+    from aihwkit.simulator.tiles.inference_torch import InputRangeForward
+
+    from analog.hwa_stages import InputStage
+
+    params = static_config().pre_post.input_range
+    torch.manual_seed(1)
+    x = torch.randn(6, 5, 4, 4) * scale
+    grad = torch.randn_like(x)
+    got_x, want_x = x.clone().requires_grad_(), x.clone().requires_grad_()
+    got_r, want_r = (torch.tensor([1.2], requires_grad=True) for _ in range(2))
+    got = InputStage.apply(got_x, got_r, 127.0, True, 127.0, params)
+    ref = InputRangeForward.apply(want_x.clamp(-1.2, 1.2), want_r, params) / want_r * 127.0
+    ref = ref + (ref.round() - ref).detach()
+    assert torch.equal(got, ref)
+    got.backward(grad)
+    ref.backward(grad)
+    assert torch.allclose(got_x.grad, want_x.grad, rtol=1e-5, atol=1e-6)
+    assert float(got_r.grad) == pytest.approx(float(want_r.grad), rel=1e-4)
+
+
+def test_output_stage_passes_the_gradient_straight_except_at_the_adc_bound():
+    from analog.hwa_stages import OutputStage
+    from analog.periphery import IOModel
+
+    io = IOModel.of(_quiet().forward)
+    torch.manual_seed(2)
+    y = torch.randn(4, 3, 5, 5) * 80.0  # ADC units: some past the 8-bit bound
+    coef = torch.rand(1, 3, 1, 1) + 0.5
+    grad = torch.randn_like(y)
+    got_y, want_y = y.clone().requires_grad_(), y.clone().requires_grad_()
+    got_r, want_r = (torch.tensor([0.7], requires_grad=True) for _ in range(2))
+    gen = torch.Generator().manual_seed(0)
+    got = OutputStage.apply(got_y * 1.0, got_r, coef, io, gen, {})
+    hard = io.clip_out(io.analog_out(want_y.detach().clone(), gen))
+    at_bound = hard.abs() * io.o_unit >= 0.999 * io.out_bound
+    ref = torch.where(at_bound, hard, want_y + (hard - want_y).detach()) * coef * want_r
+    assert bool(at_bound.any()) and bool((~at_bound).any())
+    assert torch.allclose(got, ref, rtol=1e-6, atol=1e-6)
+    got.backward(grad)
+    ref.backward(grad)
+    assert torch.allclose(got_y.grad, want_y.grad, rtol=1e-6, atol=1e-7)
+    assert float(got_r.grad) == pytest.approx(float(want_r.grad), rel=1e-5)

@@ -10,7 +10,7 @@ from torch import nn
 
 import analog
 import analog.fast as fast_module
-from analog.fast import FastAnalogModel, Patches
+from analog.fast import FastAnalogModel, patch_std
 from analog.static_io import quantile_ranges
 
 
@@ -67,13 +67,14 @@ def test_ranges_update_once_per_batch_whatever_the_chunks(trained_cnn, digits, m
 
 
 @pytest.mark.parametrize(("kernel", "stride", "dilation", "padding"),
-                         [(3, 1, 1, 1), (3, 2, 1, 1), (5, 2, 2, 3), ((1, 3), (2, 1), 1, 0)])
+                         [(3, 1, 1, 1), (3, 2, 1, 1), (5, 2, 2, 3), ((1, 3), (2, 1), 1, 0),
+                          ((3, 2), 2, 1, (2, 0))])
 def test_patch_std_is_the_std_of_every_patch_value(kernel, stride, dilation, padding):
     conv = nn.Conv2d(4, 8, kernel, stride=stride, dilation=dilation, padding=padding)
     x = torch.randn(3, 4, 13, 11).relu() + 0.2
     cols = nn.functional.unfold(x[:, 1:3], kernel, dilation=dilation, padding=padding,
                                 stride=stride)
-    assert Patches(conv, x).std(1, 3) == pytest.approx(float(cols.double().std()), rel=1e-6)
+    assert patch_std(conv, x, 1, 3) == pytest.approx(float(cols.double().std()), rel=1e-6)
 
 
 def test_static_models_are_deterministic_under_a_seed(trained_cnn, digits):
