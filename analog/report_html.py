@@ -92,8 +92,9 @@ def _sensitivity_png(rep: dict[str, Any], path: Path) -> None:
     y = list(range(len(rows)))[::-1]
     for off, key, label in ((0.2, "gain_only_digital", "gain when kept digital"),
                             (-0.2, "loss_only_analog", "loss when only it is analog")):
-        ax.barh([v + off for v in y], [100 * r[key]["mean"] for r in rows], height=0.4,
-                xerr=[100 * Z95 * r[key]["se"] for r in rows], label=label)
+        kept = [(v, r[key]) for v, r in zip(y, rows, strict=True) if r[key] is not None]
+        ax.barh([v + off for v, _ in kept], [100 * e["mean"] for _, e in kept], height=0.4,
+                xerr=[100 * Z95 * e["se"] for _, e in kept], label=label)
     ax.set_yticks(y, [r["layer"] for r in rows], fontsize=7)
     ax.set_xlabel("accuracy points (95% CI)")
     ax.legend(fontsize=7)
@@ -138,18 +139,26 @@ def _curves_html(rep: dict[str, Any]) -> str:
     return out
 
 
+def _points(e: dict[str, Any] | None) -> list[str]:
+    """An estimate's mean and SE in points, or two dashes where it was not measured."""
+    return ["-", "-"] if e is None else [f"{100 * e['mean']:.2f}", f"{100 * e['se']:.2f}"]
+
+
 def _sensitivity_html(rep: dict[str, Any]) -> str:
     if not rep["sensitivity"]:
         return "<p>not measured (--no-sensitivity)</p>"
-    rows = [[s["layer"], s["weights"], f"{100 * s['gain_only_digital']['mean']:.2f}",
-             f"{100 * s['gain_only_digital']['se']:.2f}",
-             f"{100 * s['loss_only_analog']['mean']:.2f}",
-             f"{100 * s['loss_only_analog']['se']:.2f}"] for s in rep["sensitivity"]]
+    rows = [[s["layer"], s["weights"], *_points(s["gain_only_digital"]),
+             *_points(s["loss_only_analog"])] for s in rep["sensitivity"]]
+    top = rep["config"].get("sensitivity_top")
+    screened = "" if top is None else (
+        f"<p>Gains measured for the {top} layers with the largest loss alone (a gain needs "
+        "every other layer emulated; `--sensitivity-top` sets how many); the rest: "
+        "not measured.</p>")
     rec = rep["recommendation"]
     tries = [[", ".join(t["digital"]) or "(none)", f"{t['loss']:.2f}", f"{t['se']:.2f}"]
              for t in rec["tries"]]
-    return (_table(rows, ["layer", "weights", "gain kept digital pt", "SE", "loss alone pt",
-                          "SE"])
+    return (screened + _table(rows, ["layer", "weights", "gain kept digital pt", "SE",
+                                     "loss alone pt", "SE"])
             + f"<p>Greedy on the gains: predicted loss {rec['predicted_loss']:.2f} pt; "
               "verified by evaluation:</p>" + _table(tries, ["digital layers", "loss pt", "SE"]))
 

@@ -51,7 +51,11 @@ class ReportConfig:
     sensitivity_images: int = 300
     sensitivity_repeats: int = 2
     sensitivity: bool = True
-    """Per-layer sensitivity and the recommended digital layers (2 evaluations per layer)."""
+    """Per-layer sensitivity and the recommended digital layers."""
+    sensitivity_top: int | None = 8
+    """Layers whose gain when kept digital is measured: the ``sensitivity_top`` with the
+    largest loss when only they are analog (None: every layer). The loss pass is cheap (one
+    layer emulated, the rest digital); a gain needs every other layer emulated."""
     budget: float = 1.0
     """Accuracy loss (points, vs. digital) allowed at ``sensitivity_time``."""
     max_verify: int = 4
@@ -65,6 +69,9 @@ class ReportConfig:
         if len(set(self.hw)) != len(self.hw) or not self.hw:
             raise ConfigError.one("hw", "must list one or more distinct hardware models",
                                   list(self.hw), "name each device once, e.g. pcm_static,pcm")
+        if self.sensitivity_top is not None and self.sensitivity_top < 1:
+            raise ConfigError.one("sensitivity_top", "must be >= 1 (or None: every layer)",
+                                  self.sensitivity_top, "pass e.g. 8")
 
 
 @dataclass
@@ -85,8 +92,9 @@ class LayerSensitivity:
     weights: int
     loss_only_analog: Estimate
     """Digital accuracy minus the accuracy with only this layer analog (points x 0.01)."""
-    gain_only_digital: Estimate
-    """Accuracy with only this layer digital minus the all-analog accuracy."""
+    gain_only_digital: Estimate | None
+    """Accuracy with only this layer digital minus the all-analog accuracy (None: not
+    measured, its loss alone was below that of the ``sensitivity_top`` layers)."""
 
 
 @dataclass
@@ -218,16 +226,24 @@ def _curves(s: _Scorer) -> dict[str, dict[str, DriftResult]]:
 
 def _sensitivity(s: _Scorer, layers: list[str], all_analog: Estimate,
                  digital: Estimate) -> list[LayerSensitivity]:
-    modules, out = dict(s.model.named_modules()), []
+    """Every layer's loss when only it is analog; then, for the ``sensitivity_top`` largest
+    losses, the gain when only it is kept digital. Ranked by gain, the unmeasured after the
+    measured in the order of their loss."""
+    modules, losses = dict(s.model.named_modules()), {}
     for i, name in enumerate(layers):
-        only_analog = s.at([n for n in layers if n != name], shared=True)
-        only_digital = s.at([name], shared=True)
-        out.append(LayerSensitivity(name, modules[name].weight.numel(),
-                                    _diff(digital, only_analog), _diff(only_digital, all_analog)))
+        losses[name] = _diff(digital, s.at([n for n in layers if n != name], shared=True))
         s.log(f"layer {i + 1}/{len(layers)} {name}: loss alone "
-              f"{100 * out[-1].loss_only_analog.mean:.1f} pt, gain kept digital "
-              f"{100 * out[-1].gain_only_digital.mean:.1f} pt")
-    return sorted(out, key=lambda x: -x.gain_only_digital.mean)
+              f"{100 * losses[name].mean:.1f} pt")
+    by_loss = sorted(layers, key=lambda n: -losses[n].mean)
+    top = by_loss if s.cfg.sensitivity_top is None else by_loss[:s.cfg.sensitivity_top]
+    out = []
+    for i, name in enumerate(by_loss):
+        gain = _diff(s.at([name], shared=True), all_analog) if name in top else None
+        out.append(LayerSensitivity(name, modules[name].weight.numel(), losses[name], gain))
+        if gain is not None:
+            s.log(f"kept digital {i + 1}/{len(top)} {name}: gain {100 * gain.mean:.1f} pt")
+    return sorted(out, key=lambda x: math.inf if x.gain_only_digital is None
+                  else -x.gain_only_digital.mean)
 
 
 def recommend(s: _Scorer, ranked: list[LayerSensitivity], all_analog: Estimate,
@@ -238,7 +254,8 @@ def recommend(s: _Scorer, ranked: list[LayerSensitivity], all_analog: Estimate,
     loss = digital.mean - all_analog.mean
     chosen: list[str] = []
     for layer in ranked:
-        if loss <= budget or layer.gain_only_digital.mean <= 0:
+        if loss <= budget or layer.gain_only_digital is None \
+                or layer.gain_only_digital.mean <= 0:
             break
         chosen.append(layer.layer)
         loss -= layer.gain_only_digital.mean

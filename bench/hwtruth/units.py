@@ -90,7 +90,7 @@ def work(units: list[HwUnit], *, threads: int, stop_after: float | None = None) 
             continue
         try:
             if unit.arch not in models:
-                models = {unit.arch: _weights(unit.arch)}
+                models = {unit.arch: weights(unit.arch)}
             model, weights = models[unit.arch]
             out = score(unit, model)
             out.update(weights, provenance=provenance(truth.DEVICE), device=truth.DEVICE)
@@ -109,7 +109,7 @@ def _claim_key(unit: HwUnit) -> truth.Unit:
     return truth.Unit("resnet", unit.arch, f"hw-{unit.hardware.code.replace(':', '_')}")
 
 
-def _weights(arch: str) -> tuple[torch.nn.Module, dict[str, float | None]]:
+def weights(arch: str) -> tuple[torch.nn.Module, dict[str, float | None]]:
     """The arch's truth weights, and their digital test accuracy beside the record's: a
     retraining is not bit-identical to the recorded run."""
     from hwnas.train.loop import evaluate

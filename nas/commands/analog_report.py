@@ -37,6 +37,9 @@ def add_report(group_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sensitivity-time", default="1d")
     p.add_argument("--sensitivity-images", type=int, default=300)
     p.add_argument("--sensitivity-repeats", type=int, default=2)
+    p.add_argument("--sensitivity-top", type=int, default=8,
+                   help="layers whose gain when kept digital is measured: those with the "
+                   "largest loss when only they are analog (0: every layer)")
     p.add_argument("--no-sensitivity", action="store_true",
                    help="skip per-layer sensitivity (2 evaluations per layer) and the "
                         "recommendation")
@@ -63,6 +66,9 @@ def _config(args: argparse.Namespace):  # noqa: ANN202
                                         "see `hwnas analog list` (kind analog)"))
         except ConfigError as err:
             problems += err.problems
+    if args.sensitivity_top < 0:
+        problems.append(Problem("--sensitivity-top", "must be >= 0 (0: every layer)",
+                                args.sensitivity_top, "pass e.g. 8"))
     for name in ("repeats", "images", "sensitivity_images", "sensitivity_repeats"):
         if getattr(args, name) < 1:
             problems.append(Problem(f"--{name.replace('_', '-')}", "must be >= 1",
@@ -79,6 +85,7 @@ def _config(args: argparse.Namespace):  # noqa: ANN202
         adabs=defaults.ADABS_IMAGES if args.adabs is None else args.adabs,
         sensitivity_time=args.sensitivity_time, sensitivity_images=args.sensitivity_images,
         sensitivity_repeats=args.sensitivity_repeats, sensitivity=not args.no_sensitivity,
+        sensitivity_top=args.sensitivity_top or None,
         budget=args.budget, device=args.device)
 
 

@@ -58,6 +58,20 @@ def test_paired_seeds_and_recommendation(trained_cnn, digits):
         budget=-100.0, max_verify=2), **QUIET)
     rec = strict.recommendation
     assert not rec.meets_budget and 1 <= len(rec.tries) <= 2
+    # the screened run: every loss alone, the gain kept digital of the largest loss only, on
+    # the same draws as the full run
+    screened = run_report(trained_cnn, digits, ReportConfig(
+        hw=("pcm",), times=("1d",), repeats=2, images=200, adabs=0, sensitivity_images=200,
+        budget=-100.0, max_verify=1, sensitivity_top=1), **QUIET)
+    full = {s.layer: s for s in strict.sensitivity}
+    gains = [s for s in screened.sensitivity if s.gain_only_digital is not None]
+    assert len(gains) == 1 and len(screened.sensitivity) == 3
+    worst = max(full.values(), key=lambda s: s.loss_only_analog.mean)
+    assert gains[0].layer == worst.layer == screened.sensitivity[0].layer
+    assert gains[0].gain_only_digital == full[worst.layer].gain_only_digital
+    assert screened.recommendation.tries[0]["digital"][0] == worst.layer
+    with pytest.raises(ConfigError, match="sensitivity_top"):
+        ReportConfig(sensitivity_top=0)
     assert rec.tries[-1]["digital"] == rec.digital and rec.verified_loss == rec.tries[-1]["loss"]
     if len(rec.digital) == 3:  # every layer digital: the digital model, on the same images
         assert rec.verified_loss == pytest.approx(0.0, abs=1e-9)
