@@ -76,6 +76,7 @@ HOW: dict[str, How] = {
         "gpu", ("--steps", "2")),
     "python -m bench.gpu.campaign --all": How("gpu"),
     "python -m bench.hwtruth work --device cuda --hours 0.12": How("gpu"),
+    "python -m bench.hwtruth hwa-work --device cuda --hours 0.12": How("gpu"),
     "python -m bench.gpu.campaign --part latency": How("gpu"),
     "python3 -m bench.gpu.campaign --part latency --part roofline --data-root "
     "data/fashion-mnist --out $OUT": How("gpu"),
