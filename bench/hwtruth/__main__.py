@@ -61,18 +61,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.hwtruth", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
-    w = sub.add_parser("work", help="score missing units")
-    w.add_argument("--hours", type=float, default=None)
-    w.add_argument("--threads", type=int, default=1)
-    w.add_argument("--device", default="cpu")
-    w.add_argument("--archs", default="", help="comma-separated subset of the truth's archs")
-    w.set_defaults(func=cmd_work)
-    h = sub.add_parser("hwa-work", help="HWA-train and score missing HWA truth units")
-    h.add_argument("--hours", type=float, default=None)
-    h.add_argument("--threads", type=int, default=1)
-    h.add_argument("--device", default="cpu")
-    h.add_argument("--archs", default="", help="comma-separated subset of the truth's archs")
-    h.set_defaults(func=cmd_hwa_work)
+    for name, text, func in (("work", "score missing units", cmd_work),
+                             ("hwa-work", "HWA-train and score missing HWA truth units",
+                              cmd_hwa_work)):
+        w = sub.add_parser(name, help=text)
+        w.add_argument("--hours", type=float, default=None)
+        w.add_argument("--threads", type=int, default=1)
+        w.add_argument("--device", default="cpu")
+        w.add_argument("--archs", default="", help="comma-separated subset of the truth's archs")
+        w.set_defaults(func=func)
     hr = sub.add_parser("hwa-report", help="the HWA truth's figures from the stored units")
     hr.add_argument("--write", action="store_true")
     hr.set_defaults(func=cmd_hwa_report)
