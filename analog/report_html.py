@@ -149,7 +149,15 @@ def _sensitivity_html(rep: dict[str, Any]) -> str:
         return "<p>not measured (--no-sensitivity)</p>"
     rows = [[s["layer"], s["weights"], *_points(s["gain_only_digital"]),
              *_points(s["loss_only_analog"])] for s in rep["sensitivity"]]
-    top = rep["config"].get("sensitivity_top")
+    ref, cfg = rep.get("sensitivity_reference"), rep["config"]
+    reference = "" if ref is None else (
+        f"<p>Losses are measured from the digital model on the same "
+        f"{cfg['sensitivity_images']} images, {_pct(ref['mean'])} % "
+        + (f"with its batch norms re-estimated on the same {cfg['adabs']} AdaBS images as "
+           f"every analog score ({_pct(rep['digital_acc']['mean'])} % as trained, on "
+           f"{cfg['images']} images)" if "adabs" in rep["curves"][cfg["hw"][0]]
+           else "as trained") + ".</p>")
+    top = cfg.get("sensitivity_top")
     screened = "" if top is None else (
         f"<p>Gains measured for the {top} layers with the largest loss alone (a gain needs "
         "every other layer emulated; `--sensitivity-top` sets how many); the rest: "
@@ -157,7 +165,7 @@ def _sensitivity_html(rep: dict[str, Any]) -> str:
     rec = rep["recommendation"]
     tries = [[", ".join(t["digital"]) or "(none)", f"{t['loss']:.2f}", f"{t['se']:.2f}"]
              for t in rec["tries"]]
-    return (screened + _table(rows, ["layer", "weights", "gain kept digital pt", "SE",
+    return (reference + screened + _table(rows, ["layer", "weights", "gain kept digital pt", "SE",
                                      "loss alone pt", "SE"])
             + f"<p>Greedy on the gains: predicted loss {rec['predicted_loss']:.2f} pt; "
               "verified by evaluation:</p>" + _table(tries, ["digital layers", "loss pt", "SE"]))
