@@ -139,6 +139,12 @@ def _curves_html(rep: dict[str, Any]) -> str:
     return out
 
 
+def _code(text: str) -> str:
+    """``text`` escaped, its docstring-style ````name```` spans as code."""
+    parts = html.escape(text).split("``")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
 def _points(e: dict[str, Any] | None) -> list[str]:
     """An estimate's mean and SE in points, or two dashes where it was not measured."""
     return ["-", "-"] if e is None else [f"{100 * e['mean']:.2f}", f"{100 * e['se']:.2f}"]
@@ -207,7 +213,7 @@ def write_report(rep: dict[str, Any], out: str | Path, *, title: str) -> dict[st
             f"{html.escape(rep['verdict'])}</p>"
             f"<h2>Coverage</h2>{_coverage_html(rep['coverage'])}"
             f"<h2>Drift, 1 s to 1 year</h2><img src='drift.png'>{_curves_html(rep)}"
-            f"<p>{html.escape(rep['se_meaning'])}</p>"
+            f"<p>{_code(rep['se_meaning'])}</p>"
             f"<h2>Per-layer sensitivity at {html.escape(rep['config']['sensitivity_time'])}"
             f"</h2>{sens}{_sensitivity_html(rep)}"
             f"<h2>Energy and chip fit</h2>{_energy_html(rep.get('energy', {}))}"

@@ -99,6 +99,7 @@ def test_chance_warning_and_files(make_cnn, digits, tmp_path):
     assert list(one.curves["pcm"]) == ["no_adabs"]  # no batch norm: AdaBS would change nothing
     assert json.loads(paths["json"].read_text())["verdict"].startswith("Do not trust")
     assert "chance" in paths["html"].read_text()
+    assert "``" not in paths["html"].read_text()  # docstring markup shown as code
 
 
 def test_export_round_trip(trained_cnn, digits, tmp_path):
