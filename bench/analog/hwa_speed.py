@@ -109,7 +109,8 @@ def eval_runs(model: nn.Module, data, limit: int) -> dict[str, Callable[[], None
 
     x = data.x_test[:limit]
     rpu = static_config()
-    fast = FastAnalogModel(quantile_ranges(model, rpu, data.x_train[:512]), rpu)
+    # eval mode like the digital model: batch norms on their running statistics
+    fast = FastAnalogModel(quantile_ranges(model.eval(), rpu, data.x_train[:512]), rpu).eval()
     fast.manual_seed(0)
     fast.drift_analog_weights(86400.0)
     cl_model = copy.deepcopy(model).to(memory_format=torch.channels_last).eval()
