@@ -6,10 +6,10 @@ range, divide by it, DAC rounding straight through, DAC clipping) and the stage 
 drop, noise, ADC, saturation mask, scaling) cost more than the product itself: autograd keeps
 each intermediate and walks a node per operation. Here each stage works in place on one
 buffer and keeps only what its backward pass reads (the layer input, the output, a mask). The
-gradients are the same (masks multiply: on CPU ``torch.where`` and ``masked_fill`` with a
-boolean mask take four times as long as the product): aihwkit's ``InputRangeForward`` rule for the range, straight-through
+gradients are the same: aihwkit's ``InputRangeForward`` rule for the range, straight-through
 quantizers, zero gradient for outputs at the ADC bound (``tests/analog/test_hwa_torch.py``
-holds both against aihwkit's tile).
+holds both against aihwkit's tile and its autograd). Masks multiply: on CPU ``torch.where``
+and ``masked_fill`` with a boolean mask take four times as long as the product.
 """
 
 from __future__ import annotations

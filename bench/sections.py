@@ -79,4 +79,5 @@ SECTIONS: tuple[Section, ...] = (
     Section("gpu", ("python -m bench.gpu.campaign",), optional=True),
     Section("analognas_proxies", ("python -m bench.analognas",), optional=True, reading=True),
     Section("hwtruth", ("python -m bench.hwtruth report",), optional=True, reading=True),
+    Section("hwa_truth", ("python -m bench.hwtruth hwa-report",), optional=True, reading=True),
 )

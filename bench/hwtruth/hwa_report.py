@@ -100,13 +100,13 @@ def render(t: pd.DataFrame, u: pd.DataFrame, sd_train: float) -> str:
              f"and after HWA fine-tuning for `pcm_static` with {len(SEEDS)} seeds "
              f"(`analog.hwa_fit`, the study default engine and options; {RECIPE}). Accuracy "
              "± SE; the HWA SE counts the pooled fine-tuning seed noise.", "",
-             "| arch | params | latency ms | digital acc | digital weights 1 d | HWA 1 d | gain 1 d "
-             "| digital weights 30 d | HWA 30 d | gain 30 d | HWA s |",
+             "| arch | params | latency ms | digital acc | digital weights 1 d | HWA 1 d "
+             "| gain 1 d | digital weights 30 d | HWA 30 d | gain 30 d | HWA s |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for arch, r in t.sort_values("latency_ms").iterrows():
         cells = [f"{r[f'{k}@{label}']:.4f} ± {r[f'{k}@{label}_se']:.4f}"
                  for label in TIMES for k in ("dig", "hwa", "gain")]
-        lines.append(f"| {arch} | {r.params} | {r.latency_ms:.2f} | {r.acc_digital:.4f} | "
+        lines.append(f"| {arch} | {int(r.params)} | {r.latency_ms:.2f} | {r.acc_digital:.4f} | "
                      + " | ".join(cells) + f" | {r.hwa_seconds:.0f} |")
     lines += [""]
     for label in TIMES:
@@ -114,18 +114,24 @@ def render(t: pd.DataFrame, u: pd.DataFrame, sd_train: float) -> str:
         gains = t[f"gain@{label}"]
         sig = int(((gains - 2 * t[f"gain@{label}_se"]) > 0).sum())
         dig_se = np.sqrt(t[f"dig@{label}_se"] ** 2 + sd_train**2)
-        tau = tau_interval(t[f"hwa@{label}"].to_numpy(), t[f"hwa@{label}_se"].to_numpy(),
-                           t[f"dig@{label}"].to_numpy(), dig_se.to_numpy())
-        by_params = kendalltau(t[f"hwa@{label}"], np.log(t.params)).statistic
+        if len(t) >= 3:
+            tau = tau_interval(t[f"hwa@{label}"].to_numpy(), t[f"hwa@{label}_se"].to_numpy(),
+                               t[f"dig@{label}"].to_numpy(), dig_se.to_numpy())
+            ranks = (f"Kendall tau, HWA vs digital-weight scores: {tau[0]:.2f} (90 % of draws "
+                     f"within the SEs and the training-seed SD {sd_train:.4f}: {tau[1]:.2f} to "
+                     f"{tau[2]:.2f}); HWA scores vs log(params): "
+                     f"{kendalltau(t[f'hwa@{label}'], np.log(t.params)).statistic:.2f}.")
+        else:
+            ranks = "Kendall tau: not computed below 3 archs."
         dig_front, hwa_front = front(t, f"dig@{label}"), front(t, f"hwa@{label}")
+        within = " (the seeds differ by less than their programming noise)" if sd_seed == 0 else ""
+        joined = sorted(hwa_front - dig_front) or "none"
+        left = sorted(dig_front - hwa_front) or "none"
         lines += [
             f"**At {label}:** gain median {gains.median():+.4f} (range {gains.min():+.4f} to "
             f"{gains.max():+.4f}); above 2 SE in {sig} of {len(t)} archs. HWA seed SD "
-            f"{sd_seed:.4f}. Kendall tau, HWA vs digital-weight scores: {tau[0]:.2f} (90 % of "
-            f"draws within the SEs and the training-seed SD {sd_train:.4f}: {tau[1]:.2f} to "
-            f"{tau[2]:.2f}); HWA scores vs log(params): {by_params:.2f}. Accuracy-latency front, "
-            f"digital weights: {sorted(dig_front)}; with HWA: {sorted(hwa_front)}; joined "
-            f"{sorted(hwa_front - dig_front) or 'none'}, left {sorted(dig_front - hwa_front) or 'none'}.",
+            f"{sd_seed:.4f}{within}. {ranks} Accuracy-latency front, digital weights: "
+            f"{sorted(dig_front)}; with HWA: {sorted(hwa_front)}; joined {joined}, left {left}.",
             ""]
     return "\n".join(lines)
 

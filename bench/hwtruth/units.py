@@ -91,9 +91,9 @@ def work(units: list[HwUnit], *, threads: int, stop_after: float | None = None) 
         try:
             if unit.arch not in models:
                 models = {unit.arch: weights(unit.arch)}
-            model, weights = models[unit.arch]
+            model, figures = models[unit.arch]
             out = score(unit, model)
-            out.update(weights, provenance=provenance(truth.DEVICE), device=truth.DEVICE)
+            out.update(figures, provenance=provenance(truth.DEVICE), device=truth.DEVICE)
             unit.path.parent.mkdir(parents=True, exist_ok=True)
             unit.path.write_text(json.dumps(out, indent=1, default=str))
             print(f"{unit.stem}: acc {out['acc']:.4f} ± {out['acc_se']:.4f}, "
