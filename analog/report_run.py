@@ -280,14 +280,14 @@ def recommend(s: _Scorer, ranked: list[LayerSensitivity], all_analog: Estimate,
         loss -= layer.gain_only_digital.mean
     rest = [r.layer for r in ranked if r.layer not in chosen]
     rec = Recommendation(list(chosen), loss * 100, None, None, False)
-    for _ in range(s.cfg.max_verify):
+    for attempt in range(s.cfg.max_verify):
         measured = s.at(rec.digital) if rec.digital else all_analog
         rec.verified, rec.verified_loss = measured, (digital.mean - measured.mean) * 100
         rec.tries.append({"digital": list(rec.digital), "loss": rec.verified_loss,
                           "se": 100 * math.hypot(measured.se, digital.se)})
         rec.meets_budget = rec.verified_loss <= s.cfg.budget
-        if rec.meets_budget or not rest:
-            break
+        if rec.meets_budget or not rest or attempt == s.cfg.max_verify - 1:
+            break  # the set reported is the last one measured
         rec.digital.append(rest.pop(0))
     return rec
 

@@ -71,6 +71,8 @@ def test_paired_seeds_and_recommendation(trained_cnn, digits):
     assert gains[0].layer == worst.layer == screened.sensitivity[0].layer
     assert gains[0].gain_only_digital == full[worst.layer].gain_only_digital
     assert screened.recommendation.tries[0]["digital"][0] == worst.layer
+    # the tries ran out: the set reported is the one measured last, not one grown after it
+    assert screened.recommendation.digital == screened.recommendation.tries[-1]["digital"]
     with pytest.raises(ConfigError, match="sensitivity_top"):
         ReportConfig(sensitivity_top=0)
     assert rec.tries[-1]["digital"] == rec.digital and rec.verified_loss == rec.tries[-1]["loss"]
