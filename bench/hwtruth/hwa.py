@@ -15,16 +15,14 @@ SEs (``bench.hwtruth.hwa_report``).
 from __future__ import annotations
 
 import copy
-import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from bench.fidelity import truth
-from bench.hwtruth.units import ADABS, DATA, REPEATS, weights
+from bench.hwtruth.units import ADABS, REPEATS, StoredUnit, run_units
 
 HW = "pcm_static"
 TIMES = ("1d", "30d")
@@ -36,21 +34,19 @@ rate (a tenth of its digital one)."""
 
 
 @dataclass(frozen=True)
-class HwaUnit:
+class HwaUnit(StoredUnit):
     arch: str
     kind: str  # "digital" or "hwa"
     seed: int = 0
+    folder = "hwa"
 
     @property
     def stem(self) -> str:
         return f"{self.arch.replace(':', '_')}__{self.kind}{self.seed}"
 
     @property
-    def path(self) -> Path:
-        return DATA / "hwa" / f"{self.stem}.json"
-
-    def done(self) -> bool:
-        return self.path.is_file()
+    def claim_key(self) -> truth.Unit:
+        return truth.Unit("resnet", self.arch, f"hwa-{self.kind}{self.seed}")
 
 
 def plan(archs: tuple[str, ...]) -> list[HwaUnit]:
@@ -96,33 +92,18 @@ def score(model: torch.nn.Module) -> dict[str, Any]:
     return out
 
 
-def work(units: list[HwaUnit], *, threads: int, stop_after: float | None = None) -> int:
-    """Run units until none is left (or ``stop_after`` seconds passed); returns units done."""
-    from hwnas.common.provenance import provenance
+def measure(unit: HwaUnit, base: torch.nn.Module) -> dict[str, Any]:
+    """One unit on a copy of the arch's truth weights: fine-tuned first for an ``hwa`` unit."""
+    model = copy.deepcopy(base)
+    out: dict[str, Any] = {"arch": unit.arch, "kind": unit.kind, "seed": unit.seed, "hw": HW}
+    if unit.kind == "hwa":
+        out.update(fine_tune(model, unit.seed), recipe=RECIPE)
+    return out | score(model)
 
-    torch.set_num_threads(threads)
-    start, done, bases = time.perf_counter(), 0, {}
-    for unit in units:
-        if stop_after is not None and time.perf_counter() - start > stop_after:
-            break
-        key = truth.Unit("resnet", unit.arch, f"hwa-{unit.kind}{unit.seed}")
-        if unit.done() or not truth.claim(key):
-            continue
-        try:
-            if unit.arch not in bases:
-                bases = {unit.arch: weights(unit.arch)}
-            base, figures = bases[unit.arch]
-            model = copy.deepcopy(base)
-            out = {"arch": unit.arch, "kind": unit.kind, "seed": unit.seed, "hw": HW,
-                   **figures}
-            if unit.kind == "hwa":
-                out.update(fine_tune(model, unit.seed), recipe=RECIPE)
-            out.update(score(model), provenance=provenance(truth.DEVICE), device=truth.DEVICE)
-            unit.path.parent.mkdir(parents=True, exist_ok=True)
-            unit.path.write_text(json.dumps(out, indent=1, default=str))
-            print(f"{unit.stem}: 1d {out['acc@1d']:.4f} ± {out['acc@1d_se']:.4f}, 30d "
-                  f"{out['acc@30d']:.4f} ± {out['acc@30d_se']:.4f}", flush=True)
-            done += 1
-        finally:
-            truth.release(key)
-    return done
+
+def work(units: list[HwaUnit], *, threads: int, stop_after: float | None = None) -> int:
+    """Run the HWA truth's units (``units.run_units``); returns units done."""
+    return run_units(units, measure, lambda out: (
+        f"1d {out['acc@1d']:.4f} ± {out['acc@1d_se']:.4f}, "
+        f"30d {out['acc@30d']:.4f} ± {out['acc@30d_se']:.4f}"),
+        threads=threads, stop_after=stop_after)

@@ -25,8 +25,9 @@ from scipy.stats import kendalltau
 
 from bench import RESULTS
 from bench.fidelity.truth import DATA as FIDELITY
-from bench.hwtruth.hwa import DATA, RECIPE, SEEDS, TIMES
+from bench.hwtruth.hwa import RECIPE, SEEDS, TIMES
 from bench.hwtruth.report import train_sd
+from bench.hwtruth.units import DATA
 from nas.algorithms.pareto import pareto_mask
 
 OUT = RESULTS / "hwa_truth.md"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,31 @@ REPEATS = 5
 ADABS = 512  # as the fidelity truth (``truth.TRUTH["score"]``)
 
 
+class StoredUnit:
+    """A unit of work stored as ``DATA/<folder>/<stem>.json``, claimed by lock file under
+    ``claim_key`` (the fidelity truth's claims); subclasses name the three."""
+
+    folder = "units"
+    arch: str
+
+    @property
+    def stem(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def claim_key(self) -> truth.Unit:
+        raise NotImplementedError
+
+    @property
+    def path(self) -> Path:
+        return DATA / self.folder / f"{self.stem}.json"
+
+    def done(self) -> bool:
+        return self.path.is_file()
+
+
 @dataclass(frozen=True)
-class HwUnit:
+class HwUnit(StoredUnit):
     arch: str
     hardware: Hardware
 
@@ -32,11 +56,9 @@ class HwUnit:
         return f"{self.arch.replace(':', '_')}__{code}"
 
     @property
-    def path(self) -> Path:
-        return DATA / "units" / f"{self.stem}.json"
-
-    def done(self) -> bool:
-        return self.path.is_file()
+    def claim_key(self) -> truth.Unit:
+        """The truth's lock files, under a phase name of this truth's own."""
+        return truth.Unit("resnet", self.arch, f"hw-{self.hardware.code.replace(':', '_')}")
 
 
 def plan(archs: tuple[str, ...]) -> list[HwUnit]:
@@ -75,10 +97,14 @@ def score(unit: HwUnit, model: torch.nn.Module) -> dict[str, Any]:
             "score_seconds": round(time.perf_counter() - start, 1)}
 
 
-def work(units: list[HwUnit], *, threads: int, stop_after: float | None = None) -> int:
+def run_units(units: list[StoredUnit],
+              measure: Callable[[StoredUnit, torch.nn.Module], dict[str, Any]],
+              describe: Callable[[dict[str, Any]], str], *, threads: int,
+              stop_after: float | None = None) -> int:
     """Run units until none is left (or ``stop_after`` seconds passed); returns units done.
-    Weights come from the fidelity truth's train units (``truth.model_of`` retrains a missing
-    one from its recipe and seed, on the kind of device that trained it)."""
+    ``measure(unit, model)`` gets the arch's truth weights (``weights``: loaded once per arch,
+    kept while the next units share it); its record is stored with those weights' figures and
+    the provenance."""
     from hwnas.common.provenance import provenance
 
     torch.set_num_threads(threads)
@@ -86,27 +112,30 @@ def work(units: list[HwUnit], *, threads: int, stop_after: float | None = None) 
     for unit in units:
         if stop_after is not None and time.perf_counter() - start > stop_after:
             break
-        if unit.done() or not truth.claim(_claim_key(unit)):
+        if unit.done() or not truth.claim(unit.claim_key):
             continue
         try:
             if unit.arch not in models:
                 models = {unit.arch: weights(unit.arch)}
             model, figures = models[unit.arch]
-            out = score(unit, model)
+            out = measure(unit, model)
             out.update(figures, provenance=provenance(truth.DEVICE), device=truth.DEVICE)
             unit.path.parent.mkdir(parents=True, exist_ok=True)
             unit.path.write_text(json.dumps(out, indent=1, default=str))
-            print(f"{unit.stem}: acc {out['acc']:.4f} ± {out['acc_se']:.4f}, "
-                  f"{out['analog_energy_uj']:.3f} uJ ({out['score_seconds']:.0f} s)", flush=True)
+            print(f"{unit.stem}: {describe(out)}", flush=True)
             done += 1
         finally:
-            truth.release(_claim_key(unit))
+            truth.release(unit.claim_key)
     return done
 
 
-def _claim_key(unit: HwUnit) -> truth.Unit:
-    """The truth's lock files, under a phase name of this truth's own."""
-    return truth.Unit("resnet", unit.arch, f"hw-{unit.hardware.code.replace(':', '_')}")
+def work(units: list[HwUnit], *, threads: int, stop_after: float | None = None) -> int:
+    """Score the hardware truth's units. Weights come from the fidelity truth's train units
+    (``truth.model_of`` retrains a missing one from its recipe and seed, on the kind of device
+    that trained it)."""
+    return run_units(units, score, lambda out: (
+        f"acc {out['acc']:.4f} ± {out['acc_se']:.4f}, {out['analog_energy_uj']:.3f} uJ "
+        f"({out['score_seconds']:.0f} s)"), threads=threads, stop_after=stop_after)
 
 
 def weights(arch: str) -> tuple[torch.nn.Module, dict[str, float | None]]:
