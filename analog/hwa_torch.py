@@ -11,7 +11,8 @@ or CUDA:
   stand-in for programming noise) is drawn afresh every forward pass;
 * inputs are clipped to the tile row's static range and divided by it (aihwkit's
   ``pre_forward``); the range learns with the gradient of aihwkit's ``InputRangeForward``
-  (clipped inputs pull it out, the decay pulls it in); before a range is learned or given it is
+  rule (clipped inputs pull it out, the decay pulls it in), written out with the other
+  elementwise stages in ``analog.hwa_stages`` and tested against aihwkit's function; before a range is learned or given it is
   set from the first ``init_from_data`` batches with aihwkit's rule;
 * DAC and ADC quantization, IR drop, PCM read noise and output noise are the inference fast
   path's (``IOModel``); the backward pass is aihwkit's perfect one: the ideal product's
