@@ -170,7 +170,7 @@ def build_rpu_config(base: Callable[[], Any], opts: AnalogOptions, *,
     model cannot apply is a ``ConfigError`` (``analog.option_checks``), every problem at once."""
     rpu = base()
     if opts.tile == "torch":
-        rpu = _on_torch_tile(rpu)
+        rpu = on_torch_tile(rpu)
     rpu, problems = prepare(where, rpu, opts)
     fwd, noise = rpu.forward, rpu.noise_model
     if opts.dac_bits is not None:
@@ -196,7 +196,7 @@ def build_rpu_config(base: Callable[[], Any], opts: AnalogOptions, *,
     return rpu
 
 
-def _on_torch_tile(rpu):
+def on_torch_tile(rpu):
     from aihwkit.simulator.configs import TorchInferenceRPUConfig
 
     torch_rpu = TorchInferenceRPUConfig()

@@ -12,8 +12,9 @@ or CUDA:
 * inputs are clipped to the tile row's static range and divided by it (aihwkit's
   ``pre_forward``); the range learns with the gradient of aihwkit's ``InputRangeForward``
   rule (clipped inputs pull it out, the decay pulls it in), written out with the other
-  elementwise stages in ``analog.hwa_stages`` and tested against aihwkit's function; before a range is learned or given it is
-  set from the first ``init_from_data`` batches with aihwkit's rule;
+  elementwise stages in ``analog.hwa_stages`` and tested against aihwkit's function; before
+  a range is learned or given it is set from the first ``init_from_data`` batches with
+  aihwkit's rule;
 * DAC and ADC quantization, IR drop, PCM read noise and output noise are the inference fast
   path's (``IOModel``); the backward pass is aihwkit's perfect one: the ideal product's
   gradient (straight through the quantizers and the noise), zero for outputs at the ADC bound

@@ -111,7 +111,7 @@ def parse_converter(text: str) -> tuple[str, list[float]]:
 
 def _converter_problems(where: str, spec: str | dict[str, Any]) -> list[Problem]:
     if isinstance(spec, dict):
-        return _custom_problems(where, spec)
+        return custom_converter_problems(where, spec)
     try:
         parse_converter(spec)
     except ValueError:
@@ -121,7 +121,7 @@ def _converter_problems(where: str, spec: str | dict[str, Any]) -> list[Problem]
     return []
 
 
-def _custom_problems(where: str, spec: dict[str, Any]) -> list[Problem]:
+def custom_converter_problems(where: str, spec: dict[str, Any]) -> list[Problem]:
     """aihwkit's own checks of ``CustomPairConductanceConverter`` (invertibility included)."""
     if set(spec) != {"f_lst", "g_lst"}:
         return [Problem(where, "a custom converter takes exactly the keys f_lst and g_lst",

@@ -128,15 +128,29 @@ def _curves_html(rep: dict[str, Any]) -> str:
             for p in res["points"]:
                 rows.append([hw, key, p["label"], _pct(p["acc_mean"]), _pct(p["acc_se"]),
                              _pct(p["acc_std"]), len(p["accs"]), p["images"]])
-    paired = [[hw, d["t"], f"{100 * d['mean']:+.2f}", f"{100 * d['se']:.2f}", d["repeats"]]
+    paired = [[hw, d.get("against", rep["config"]["hw"][0]), d["t"], f"{100 * d['mean']:+.2f}",
+               f"{100 * d['se']:.2f}", d["repeats"]]
               for hw, diffs in rep["paired"].items() for d in diffs]
     out = _table(rows, ["device", "AdaBS", "t", "acc %", "SE %", "std % (programmings)",
                         "programmings", "images"])
     if paired:
-        out += (f"<p>Paired differences against {html.escape(rep['config']['hw'][0])} "
-                "(same programming seeds per repeat):</p>"
-                + _table(paired, ["device", "t", "diff pt", "SE pt", "pairs"]))
-    return out
+        out += ("<p>Paired differences (same programming seeds per repeat):</p>"
+                + _table(paired, ["device", "against", "t", "diff pt", "SE pt", "pairs"]))
+    return out + _wpo_html(rep.get("wpo", []))
+
+
+def _wpo_html(runs: list[dict[str, Any]]) -> str:
+    """The optimised programmings: what the optimiser reached and what it cost."""
+    if not runs:
+        return ""
+    rows = [[f"{w['hw']}+wpo", f"{w['baseline_tnmse']:.4f}", f"{w['optimized_tnmse']:.4f}",
+             "yes" if w["beats_baseline"] else "no", w["settings"]["popsize"],
+             w["settings"]["maxiter"], f"{w['seconds']:.0f}"] for w in runs]
+    return ("<p>Weight-programming optimisation (aihwkit's WeightProgrammingOptimizer, "
+            "Mackin et al. 2022): weight error over the drift times (TNMSE) with the device's "
+            "own programming and with the optimised table, which the +wpo curves use:</p>"
+            + _table(rows, ["curve", "TNMSE device", "TNMSE optimised", "lower",
+                            "population per dim", "iterations", "seconds"]))
 
 
 def _code(text: str) -> str:

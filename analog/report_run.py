@@ -28,6 +28,8 @@ from analog.drift import DriftResult, TimePoint, accuracy, evaluate
 from analog.hw import get_hw
 from analog.precision import sampling_se
 from analog.protocol import ScoringProtocol
+from analog.times import parse_times
+from analog.wpo import WpoResult, WpoSettings, optimize_programming
 from hwnas.common.errors import ConfigError
 from hwnas.train.data import DataSplits
 
@@ -62,6 +64,10 @@ class ReportConfig:
     the sensitivity's AdaBS (``ReportResult.sensitivity_reference``)."""
     max_verify: int = 4
     """Evaluations that verify (and grow) the recommended digital set."""
+    wpo: WpoSettings | None = None
+    """Weight-programming optimisation (``analog.wpo``): each device is also drawn as
+    ``<device>+wpo``, programmed with the table aihwkit's optimiser finds for this model over
+    ``times``, paired against the device on the same seeds (None: off)."""
     fast: bool = defaults.FAST
     calib_size: int = defaults.CALIB_IMAGES
     batch_size: int = 500
@@ -127,6 +133,7 @@ class ReportResult:
     loss); as trained where AdaBS is off."""
     warnings: list[str]
     seconds: dict[str, float]
+    wpo: list[WpoResult] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         curves = {hw: {k: v.as_dict() | {"scoring": defaults.scoring_record(v)}
@@ -140,6 +147,7 @@ class ReportResult:
                 "sensitivity_reference": None if self.sensitivity_reference is None
                 else asdict(self.sensitivity_reference),
                 "warnings": self.warnings, "seconds": self.seconds,
+                "wpo": [w.as_dict() for w in self.wpo],
                 "se_meaning": __doc__.split("\n\n")[1].replace("\n", " ")}
 
 
@@ -157,12 +165,16 @@ class _Scorer:
     log: Callable[[str], None]
     ready: nn.Module | None = None
     """The model with its sensitivity device's static input ranges set (``_calibrated_once``)."""
+    variants: dict[str, WpoResult] = field(default_factory=dict)
+    """Curves drawn on a device with options: ``<device>+wpo`` -> its optimised programming."""
 
-    def run(self, hw: str, times: tuple[str, ...], *, images: int, repeats: int,
+    def run(self, name: str, times: tuple[str, ...], *, images: int, repeats: int,
             adabs: int, digital: list[str] | tuple[str, ...] = ()) -> DriftResult:
         d, c = self.data, self.cfg
+        variant = self.variants.get(name)
+        hw, options = (name, None) if variant is None else (variant.hw, variant.options)
         protocol = ScoringProtocol(times=times, repeats=repeats, seed=c.seed, fast=c.fast,
-                                   adabs=adabs, digital=list(digital),
+                                   adabs=adabs, digital=list(digital), options=options,
                                    batch_size=c.batch_size, device=c.device)
         return evaluate(self.model, d.x_test[:images], d.y_test[:images], hw, protocol,
                         calib=d.x_train[:c.calib_size],
@@ -228,9 +240,19 @@ def _has_bn(model: nn.Module) -> bool:
     return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
 
 
+def _optimized(s: _Scorer) -> None:
+    """Each device's optimised programming (``ReportConfig.wpo``), as a curve to draw."""
+    for hw in s.cfg.hw:
+        res = optimize_programming(s.model, hw, parse_times(s.cfg.times), s.cfg.wpo)
+        s.variants[f"{hw}+wpo"] = res
+        s.log(f"{hw}: programming optimised in {res.seconds:.0f} s, weight error (TNMSE) "
+              f"{res.baseline_tnmse:.4f} -> {res.optimized_tnmse:.4f}"
+              + ("" if res.beats_baseline else " (not below the device's own programming)"))
+
+
 def _curves(s: _Scorer) -> dict[str, dict[str, DriftResult]]:
     c, out = s.cfg, {}
-    for hw in c.hw:
+    for hw in (*c.hw, *s.variants):
         out[hw] = {}
         for key, n in (("adabs", c.adabs), ("no_adabs", 0)):
             if key == "adabs" and not (n and _has_bn(s.model)):
@@ -312,10 +334,15 @@ def run_report(model: nn.Module, data: DataSplits, cfg: ReportConfig, *,
     warn = _warnings(digital, data.num_classes)
     for line in warn:
         log(f"WARNING: {line}")
+    if cfg.wpo is not None:
+        _optimized(s)
     curves = _curves(s)
     key = "adabs" if "adabs" in curves[cfg.hw[0]] else "no_adabs"
-    paired = {hw: paired_differences(curves[cfg.hw[0]][key], curves[hw][key])
-              for hw in cfg.hw[1:]}
+    # every device against the first; an optimised programming against its own device
+    against = {hw: cfg.hw[0] for hw in cfg.hw[1:]} | {n: v.hw for n, v in s.variants.items()}
+    paired = {hw: [d | {"against": base} for d in
+                   paired_differences(curves[base][key], curves[hw][key])]
+              for hw, base in against.items()}
     secs["curves"] = time.perf_counter() - start
     sens, rec, all_analog, digital_s = [], None, None, None
     if cfg.sensitivity:
@@ -326,4 +353,4 @@ def run_report(model: nn.Module, data: DataSplits, cfg: ReportConfig, *,
         rec = recommend(s, sens, all_analog, digital_s)
         secs["sensitivity"] = time.perf_counter() - start
     return ReportResult(cfg, digital, data.num_classes, curves, paired, sens, all_analog, rec,
-                        digital_s, warn, secs)
+                        digital_s, warn, secs, list(s.variants.values()))

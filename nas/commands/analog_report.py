@@ -43,6 +43,13 @@ def add_report(group_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-sensitivity", action="store_true",
                    help="skip per-layer sensitivity (2 evaluations per layer) and the "
                         "recommendation")
+    p.add_argument("--wpo", action="store_true",
+                   help="also draw each device programmed with the conductance table aihwkit's "
+                        "weight-programming optimiser finds for this model (+wpo curves, paired)")
+    p.add_argument("--wpo-iterations", type=int, default=20, metavar="N",
+                   help="the optimiser's generations (aihwkit's default 200 takes hours)")
+    p.add_argument("--wpo-popsize", type=int, default=10, metavar="N",
+                   help="the optimiser's population per dimension (aihwkit's default 100)")
     p.add_argument("--export", action="store_true",
                    help="also write programmed/drifted conductances (npz + JSON manifest)")
     p.add_argument("--seed", type=int, default=0)
@@ -56,6 +63,7 @@ def add_report(group_sub: argparse._SubParsersAction) -> None:
 def _config(args: argparse.Namespace):  # noqa: ANN202
     from analog import defaults, get_hw
     from analog.report_run import ReportConfig
+    from analog.wpo import WpoSettings
 
     hws = tuple(h.strip() for h in (args.hw or defaults.HW).split(",") if h.strip())
     problems: list[Problem] = []
@@ -69,7 +77,8 @@ def _config(args: argparse.Namespace):  # noqa: ANN202
     if args.sensitivity_top < 0:
         problems.append(Problem("--sensitivity-top", "must be >= 0 (0: every layer)",
                                 args.sensitivity_top, "pass e.g. 8"))
-    for name in ("repeats", "images", "sensitivity_images", "sensitivity_repeats"):
+    for name in ("repeats", "images", "sensitivity_images", "sensitivity_repeats",
+                 "wpo_iterations", "wpo_popsize"):
         if getattr(args, name) < 1:
             problems.append(Problem(f"--{name.replace('_', '-')}", "must be >= 1",
                                     getattr(args, name), "pass e.g. 2"))
@@ -86,7 +95,9 @@ def _config(args: argparse.Namespace):  # noqa: ANN202
         sensitivity_time=args.sensitivity_time, sensitivity_images=args.sensitivity_images,
         sensitivity_repeats=args.sensitivity_repeats, sensitivity=not args.no_sensitivity,
         sensitivity_top=args.sensitivity_top or None,
-        budget=args.budget, device=args.device)
+        budget=args.budget, device=args.device,
+        wpo=WpoSettings(popsize=args.wpo_popsize, maxiter=args.wpo_iterations, seed=args.seed)
+        if args.wpo else None)
 
 
 def load_model(args: argparse.Namespace, data) -> tuple[Any, dict[str, Any]]:  # noqa: ANN001
