@@ -76,6 +76,10 @@ class TimePoint:
     acc_se: float = 0.0
     acc_median: float = math.nan
     images: int = 0
+    correct: list[Tensor] | None = field(default=None, repr=False, compare=False)
+    """Per repeat, which scored images were classified correctly (bool), when the protocol
+    keeps them (``ScoringProtocol.keep_correct``): differences of two evaluations on the same
+    images and seeds are then paired image by image (``analog.precision.paired_estimate``)."""
 
     @property
     def repeats(self) -> int:
@@ -138,7 +142,10 @@ class DriftResult:
                               t, "ask for a time that was evaluated")
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for point in out["points"]:
+            point.pop("correct")  # per-image masks: kept in memory, not in records
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per time (for CSV/DataFrames)."""
@@ -151,14 +158,20 @@ class DriftResult:
 
 
 @torch.no_grad()
+def correct_mask(model: nn.Module, x: Tensor, y: Tensor, *, batch_size: int = 500,
+                 device: str | torch.device = "cpu") -> Tensor:
+    """Whether ``model`` classifies each image of (x, y) correctly (top-1), in batches,
+    without switching modes."""
+    hits = [model(x[start:start + batch_size].to(device)).argmax(-1).cpu()
+            == y[start:start + batch_size] for start in range(0, len(x), batch_size)]
+    return torch.cat(hits) if hits else torch.zeros(0, dtype=torch.bool)
+
+
 def accuracy(model: nn.Module, x: Tensor, y: Tensor, *, batch_size: int = 500,
              device: str | torch.device = "cpu") -> float:
     """Top-1 accuracy of ``model`` on (x, y), in batches, without switching modes."""
-    correct = 0
-    for start in range(0, len(x), batch_size):
-        logits = model(x[start:start + batch_size].to(device))
-        correct += int((logits.argmax(-1).cpu() == y[start:start + batch_size]).sum())
-    return correct / max(len(x), 1)
+    hits = correct_mask(model, x, y, batch_size=batch_size, device=device)
+    return int(hits.sum()) / max(len(x), 1)
 
 
 def is_aihwkit_model(model: nn.Module) -> bool:
@@ -311,9 +324,12 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, hw: str | HardwareModel,
     analog, path = _analog_model(model, hw_model, x, calib, p.fast, p.device, options, notes,
                                  digital)
     run = _Repeats(analog, path, x[:n_img], y[:n_img], seconds, p.seed,
-                   adabs_images[:adabs] if adabs else None, p.batch_size, p.device)
+                   adabs_images[:adabs] if adabs else None, p.batch_size, p.device,
+                   [[] for _ in seconds] if p.keep_correct else None)
     accs = _programmings(run, target, n_img, progress, f"{hw_model.name}", start)
     points = [_point(t, a, n_img) for t, a in zip(seconds, accs, strict=True)]
+    for point, masks in zip(points, run.correct or [], strict=False):
+        point.correct = masks
     return DriftResult(hw_model.name, path, points, cov.as_dict() if cov else {},
                        len(accs[0]), p.seed, bool(options["compensation"]),
                        time.perf_counter() - start, options, notes, adabs=adabs, images=n_img,
@@ -367,6 +383,8 @@ class _Repeats:
     adabs_x: Tensor | None
     batch_size: int
     device: str
+    correct: list[list[Tensor]] | None = None
+    """Per drift time, each repeat's per-image hits (None: not kept)."""
 
     def _reseed(self, stream: str, *index: int | str) -> None:
         value = stream_seed(self.seed, stream, *index)
@@ -384,8 +402,11 @@ class _Repeats:
                     self._reseed("adabs", r, i)
                     recalibrate(self.analog, self.adabs_x, device=self.device)
                 self._reseed("periphery", r, i)
-                out.append(accuracy(self.analog, self.x, self.y, batch_size=self.batch_size,
-                                    device=self.device))
+                hits = correct_mask(self.analog, self.x, self.y, batch_size=self.batch_size,
+                                    device=self.device)
+                out.append(int(hits.sum()) / max(len(self.x), 1))
+                if self.correct is not None:
+                    self.correct[i].append(hits)
         return out
 
 

@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import torch
+from torch import Tensor
 
 from hwnas.common.errors import ConfigError, Problem
 
@@ -100,3 +104,25 @@ def more_repeats(per_time: list[list[float]], images: int, target: PrecisionTarg
         need = math.ceil(s2 / room) if room > 0 else target.max_repeats
         want = max(want, min(need, 2 * done), done + 1)
     return min(want, target.max_repeats) - done
+
+
+def paired_estimate(a: Sequence[Tensor], b: Sequence[Tensor]) -> tuple[float, float, float]:
+    """Mean, SE and std over programmings of ``accuracy(a) - accuracy(b)`` where ``a[r]`` and
+    ``b[r]`` are per-image hits (bool) of two evaluations on the same images with repeat ``r``
+    on the same seeds; either may hold one mask (a deterministic model: the same every repeat).
+
+    The SE has the two parts of ``standard_error``, paired: the spread over programmings of the
+    per-repeat differences, and the image-sampling variance of each image's difference averaged
+    over the repeats. Images both models get right or wrong add nothing, where two unpaired SEs
+    would each count them."""
+    repeats = max(len(a), len(b))
+    if not (a and b) or {len(a), len(b)} - {1, repeats}:
+        raise ValueError(f"paired masks: {len(a)} against {len(b)} repeats")
+    a, b = (list(m) * repeats if len(m) == 1 else list(m) for m in (a, b))
+    diffs = torch.stack([x.float() - y.float() for x, y in zip(a, b, strict=True)])
+    per_repeat, per_image = diffs.mean(dim=1), diffs.mean(dim=0)
+    images = diffs.shape[1]
+    spread = float(per_repeat.var()) / repeats if repeats > 1 else 0.0
+    sampling = float(per_image.var()) / images if images > 1 else 0.0
+    std = float(per_repeat.std()) if repeats > 1 else 0.0
+    return float(per_repeat.mean()), math.sqrt(spread + sampling), std

@@ -39,3 +39,5 @@ class ScoringProtocol:
     digital: Sequence[str] = ()
     batch_size: int = 500
     device: str = "cpu"
+    keep_correct: bool = False
+    """Keep each repeat's per-image hits (``TimePoint.correct``) for paired differences."""

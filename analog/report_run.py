@@ -6,7 +6,10 @@ over programmings and from scoring on a finite image set (``analog.precision.sta
 the 95% band is ``mean +- 1.96 se``. ``std`` is the spread over programmings itself (how much
 one programmed chip varies), drawn separately. Paired differences between devices use common
 random numbers: repeat ``r`` draws from the same seeded streams on every device
-(``analog.evaluate``'s ``seed``), so their SE is that of the per-repeat differences.
+(``analog.evaluate``'s ``seed``), so their SE is that of the per-repeat differences. The
+sensitivity's losses and gains and the recommendation's verified loss score the same images on
+the same seeds too, and are paired image by image (``analog.precision.paired_estimate``): an
+image both evaluations get right, or both wrong, adds no sampling error to their difference.
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from torch import nn
+from torch import Tensor, nn
 
 from analog import defaults
 from analog.adabs import recalibrate, training_images
 from analog.coverage import mappable_layers
-from analog.drift import DriftResult, TimePoint, accuracy, evaluate
+from analog.drift import DriftResult, TimePoint, accuracy, correct_mask, evaluate
 from analog.hw import get_hw
-from analog.precision import sampling_se
+from analog.precision import paired_estimate, sampling_se
 from analog.protocol import ScoringProtocol
 from analog.times import parse_times
 from analog.wpo import WpoResult, WpoSettings, optimize_programming
@@ -151,10 +154,18 @@ class ReportResult:
                 "se_meaning": __doc__.split("\n\n")[1].replace("\n", " ")}
 
 
-def _diff(a: Estimate, b: Estimate) -> Estimate:
-    """a - b for independent estimates."""
-    return Estimate(a.mean - b.mean, math.hypot(a.se, b.se), math.hypot(a.std, b.std),
-                    min(a.repeats, b.repeats))
+@dataclass
+class _Scored:
+    """An evaluation at the sensitivity time: its estimate and each repeat's per-image hits."""
+
+    est: Estimate
+    hits: list[Tensor]
+
+    def minus(self, other: _Scored) -> Estimate:
+        """``self - other``, paired image by image and repeat by repeat: every sensitivity
+        evaluation scores the same images on the same seeds (``paired_estimate``)."""
+        mean, se, std = paired_estimate(self.hits, other.hits)
+        return Estimate(mean, se, std, max(self.est.repeats, other.est.repeats))
 
 
 @dataclass
@@ -169,18 +180,19 @@ class _Scorer:
     """Curves drawn on a device with options: ``<device>+wpo`` -> its optimised programming."""
 
     def run(self, name: str, times: tuple[str, ...], *, images: int, repeats: int,
-            adabs: int, digital: list[str] | tuple[str, ...] = ()) -> DriftResult:
+            adabs: int, digital: list[str] | tuple[str, ...] = (),
+            keep: bool = False) -> DriftResult:
         d, c = self.data, self.cfg
         variant = self.variants.get(name)
         hw, options = (name, None) if variant is None else (variant.hw, variant.options)
         protocol = ScoringProtocol(times=times, repeats=repeats, seed=c.seed, fast=c.fast,
                                    adabs=adabs, digital=list(digital), options=options,
-                                   batch_size=c.batch_size, device=c.device)
+                                   batch_size=c.batch_size, device=c.device, keep_correct=keep)
         return evaluate(self.model, d.x_test[:images], d.y_test[:images], hw, protocol,
                         calib=d.x_train[:c.calib_size],
                         adabs_images=training_images(d.x_train, adabs, c.seed))
 
-    def at(self, digital: list[str] | tuple[str, ...], *, shared: bool = False) -> Estimate:
+    def at(self, digital: list[str] | tuple[str, ...], *, shared: bool = False) -> _Scored:
         """Accuracy at the sensitivity time with ``digital`` kept digital. ``shared``: on the
         all-analog model's static input ranges (``_calibrated_once``) instead of ranges
         calibrated for this digital set."""
@@ -193,8 +205,8 @@ class _Scorer:
         result = _Scorer(model, self.data, c, self.log).run(
             c.hw[0], (c.sensitivity_time,), images=c.sensitivity_images,
             repeats=c.sensitivity_repeats, adabs=c.adabs if _has_bn(self.model) else 0,
-            digital=digital)
-        return Estimate.of(result.points[0])
+            digital=digital, keep=True)
+        return _Scored(Estimate.of(result.points[0]), result.points[0].correct)
 
 
 def _calibrated_once(model: nn.Module, data: DataSplits, cfg: ReportConfig) -> nn.Module:
@@ -214,14 +226,18 @@ def _digital(model: nn.Module, data: DataSplits, cfg: ReportConfig, images: int)
     return Estimate(acc, sampling_se(acc, images), 0.0, 1)
 
 
-def _reference(model: nn.Module, data: DataSplits, cfg: ReportConfig) -> Estimate:
+def _reference(model: nn.Module, data: DataSplits, cfg: ReportConfig) -> _Scored:
     """The digital accuracy the sensitivity's losses start from (``sensitivity_reference``)."""
-    if not (cfg.adabs and _has_bn(model)):
-        return _digital(model, data, cfg, cfg.sensitivity_images)
-    ref = copy.deepcopy(model).to(cfg.device)
-    recalibrate(ref, training_images(data.x_train, cfg.adabs, cfg.seed),
-                batch_size=cfg.batch_size, device=cfg.device)
-    return _digital(ref.eval(), data, cfg, cfg.sensitivity_images)
+    ref = model
+    if cfg.adabs and _has_bn(model):
+        ref = copy.deepcopy(model).to(cfg.device)
+        recalibrate(ref, training_images(data.x_train, cfg.adabs, cfg.seed),
+                    batch_size=cfg.batch_size, device=cfg.device)
+    n = cfg.sensitivity_images
+    hits = correct_mask(ref.eval().to(cfg.device), data.x_test[:n], data.y_test[:n],
+                        batch_size=cfg.batch_size, device=cfg.device)
+    acc = int(hits.sum()) / max(len(hits), 1)
+    return _Scored(Estimate(acc, sampling_se(acc, len(hits)), 0.0, 1), [hits])
 
 
 def paired_differences(base: DriftResult, other: DriftResult) -> list[dict[str, float]]:
@@ -265,21 +281,21 @@ def _curves(s: _Scorer) -> dict[str, dict[str, DriftResult]]:
     return out
 
 
-def _sensitivity(s: _Scorer, layers: list[str], all_analog: Estimate,
-                 digital: Estimate) -> list[LayerSensitivity]:
+def _sensitivity(s: _Scorer, layers: list[str], all_analog: _Scored,
+                 digital: _Scored) -> list[LayerSensitivity]:
     """Every layer's loss when only it is analog; then, for the ``sensitivity_top`` largest
     losses, the gain when only it is kept digital. Ranked by gain, the unmeasured after the
     measured in the order of their loss."""
     modules, losses = dict(s.model.named_modules()), {}
     for i, name in enumerate(layers):
-        losses[name] = _diff(digital, s.at([n for n in layers if n != name], shared=True))
+        losses[name] = digital.minus(s.at([n for n in layers if n != name], shared=True))
         s.log(f"layer {i + 1}/{len(layers)} {name}: loss alone "
               f"{100 * losses[name].mean:.1f} pt")
     by_loss = sorted(layers, key=lambda n: -losses[n].mean)
     top = by_loss if s.cfg.sensitivity_top is None else by_loss[:s.cfg.sensitivity_top]
     out = []
     for i, name in enumerate(by_loss):
-        gain = _diff(s.at([name], shared=True), all_analog) if name in top else None
+        gain = s.at([name], shared=True).minus(all_analog) if name in top else None
         out.append(LayerSensitivity(name, modules[name].weight.numel(), losses[name], gain))
         if gain is not None:
             s.log(f"kept digital {i + 1}/{len(top)} {name}: gain {100 * gain.mean:.1f} pt")
@@ -287,12 +303,12 @@ def _sensitivity(s: _Scorer, layers: list[str], all_analog: Estimate,
                   else -x.gain_only_digital.mean)
 
 
-def recommend(s: _Scorer, ranked: list[LayerSensitivity], all_analog: Estimate,
-              digital: Estimate) -> Recommendation:
+def recommend(s: _Scorer, ranked: list[LayerSensitivity], all_analog: _Scored,
+              digital: _Scored) -> Recommendation:
     """Greedy on the gains (largest first, assumed additive) until the predicted loss meets the
     budget; then evaluated, and grown one layer per try while the measured loss misses it."""
     budget = s.cfg.budget / 100
-    loss = digital.mean - all_analog.mean
+    loss = digital.est.mean - all_analog.est.mean
     chosen: list[str] = []
     for layer in ranked:
         if loss <= budget or layer.gain_only_digital is None \
@@ -304,9 +320,10 @@ def recommend(s: _Scorer, ranked: list[LayerSensitivity], all_analog: Estimate,
     rec = Recommendation(list(chosen), loss * 100, None, None, False)
     for attempt in range(s.cfg.max_verify):
         measured = s.at(rec.digital) if rec.digital else all_analog
-        rec.verified, rec.verified_loss = measured, (digital.mean - measured.mean) * 100
+        loss_est = digital.minus(measured)
+        rec.verified, rec.verified_loss = measured.est, loss_est.mean * 100
         rec.tries.append({"digital": list(rec.digital), "loss": rec.verified_loss,
-                          "se": 100 * math.hypot(measured.se, digital.se)})
+                          "se": 100 * loss_est.se})
         rec.meets_budget = rec.verified_loss <= s.cfg.budget
         if rec.meets_budget or not rest or attempt == s.cfg.max_verify - 1:
             break  # the set reported is the last one measured
@@ -352,5 +369,6 @@ def run_report(model: nn.Module, data: DataSplits, cfg: ReportConfig, *,
         sens = _sensitivity(s, mappable_layers(model), all_analog, digital_s)
         rec = recommend(s, sens, all_analog, digital_s)
         secs["sensitivity"] = time.perf_counter() - start
-    return ReportResult(cfg, digital, data.num_classes, curves, paired, sens, all_analog, rec,
-                        digital_s, warn, secs, list(s.variants.values()))
+    return ReportResult(cfg, digital, data.num_classes, curves, paired, sens,
+                        all_analog and all_analog.est, rec, digital_s and digital_s.est, warn,
+                        secs, list(s.variants.values()))

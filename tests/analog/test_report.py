@@ -152,8 +152,8 @@ def test_sensitivity_ranks_on_one_calibration_and_verifies_on_its_own(trained_cn
 
     shared = quantile_ranges(trained_cnn, analog_rpu(), calib)
     for digital in ([], ["3"], ["0", "8"]):
-        assert s.at(digital, shared=True).mean == own(shared, digital)
-        assert s.at(digital).mean == own(trained_cnn, digital)
+        assert s.at(digital, shared=True).est.mean == own(shared, digital)
+        assert s.at(digital).est.mean == own(trained_cnn, digital)
     ready = s.ready
     s.at(["3"], shared=True)
     assert s.ready is ready and has_learned_input_ranges(ready)  # calibrated once
@@ -195,3 +195,43 @@ def test_sensitivity_losses_start_from_the_digital_model_with_the_same_adabs(tra
         hw=("pcm",), times=("1d",), repeats=1, images=100, adabs=0, sensitivity_images=100,
         sensitivity_repeats=1, sensitivity_top=1, max_verify=1), **QUIET)
     assert off.sensitivity_reference.mean == evaluate(trained_cnn, x, y)["acc"]
+
+
+def test_sensitivity_differences_are_paired_image_by_image(trained_cnn, digits):
+    """A layer's loss is scored on the reference's images with the same seeds: its SE counts
+    only the images the two disagree on, below what two unpaired SEs give; so does the
+    verified loss's."""
+    from analog.precision import sampling_se
+
+    cfg = ReportConfig(hw=("pcm",), times=("1d",), repeats=2, images=200, adabs=0,
+                       sensitivity_images=300, budget=-100.0, max_verify=1)
+    res = run_report(trained_cnn, digits, cfg, **QUIET)
+    ref = res.sensitivity_reference
+    assert ref.se == pytest.approx(sampling_se(ref.mean, 300))
+    for layer in res.sensitivity:
+        loss = layer.loss_only_analog
+        # unpaired, the loss would carry at least both evaluations' image-sampling errors
+        unpaired = np.hypot(ref.se, sampling_se(ref.mean - loss.mean, 300))
+        assert loss.se < 0.75 * unpaired and loss.repeats == 2, layer.layer
+    (only,) = res.recommendation.tries
+    assert only["se"] < 100 * 0.75 * np.hypot(ref.se, res.recommendation.verified.se)
+
+
+def test_paired_estimate_against_brute_force():
+    from analog.precision import paired_estimate
+
+    gen = torch.Generator().manual_seed(0)
+    a = [torch.rand(50, generator=gen) < 0.7 for _ in range(4)]
+    b = [torch.rand(50, generator=gen) < 0.6 for _ in range(4)]
+    d = np.array([x.numpy().astype(float) - y.numpy().astype(float) for x, y in zip(a, b,
+                                                                                  strict=True)])
+    mean, se, std = paired_estimate(a, b)
+    assert mean == pytest.approx(d.mean())
+    assert std == pytest.approx(d.mean(axis=1).std(ddof=1))
+    assert se == pytest.approx(np.sqrt(d.mean(axis=1).var(ddof=1) / 4
+                                       + d.mean(axis=0).var(ddof=1) / 50))
+    assert paired_estimate(a, a) == (0.0, 0.0, 0.0)
+    one = paired_estimate(a, [b[0]])  # a deterministic model: one mask for every repeat
+    assert one[0] == pytest.approx(np.mean([x.float().mean() for x in a]) - b[0].float().mean())
+    with pytest.raises(ValueError, match="repeats"):
+        paired_estimate(a, b[:2])
