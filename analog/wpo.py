@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -134,6 +136,20 @@ def _tnmse(opt: Any, table: Any, mapping: Any) -> float:
     return sum(float(loss_rpu_config(copy.deepcopy(params))) for _ in range(draws)) / draws
 
 
+@contextmanager
+def _seeded_globals(seed: int) -> Iterator[None]:
+    """The optimiser draws its weight sample and its programming noise from torch's and numpy's
+    global generators: seeded here, and put back afterwards."""
+    torch_state, np_state = torch.random.get_rng_state(), np.random.get_state()
+    try:
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+        yield
+    finally:
+        torch.random.set_rng_state(torch_state)
+        np.random.set_state(np_state)
+
+
 def _stop_once_beaten(intermediate_result: Any) -> None:
     """aihwkit's stopping rule (beaten the baseline by its margin: ``fun < 0``) without its
     print; a module function, as the optimiser pickles its settings."""
@@ -153,15 +169,7 @@ def optimize_programming(model: nn.Module, hw: str, times: Sequence[float],
     weights = unitless_weights(model, rpu, digital)
     start = time.perf_counter()
 
-    # the optimiser draws its weight sample and its programming noise from torch's and numpy's
-    # global generators: seeded here, and put back afterwards
-    state = torch.random.get_rng_state()
-    import numpy as np
-
-    np_state = np.random.get_state()
-    try:
-        torch.manual_seed(settings.seed)
-        np.random.seed(settings.seed)
+    with _seeded_globals(settings.seed):
         opt = WeightProgrammingOptimizer(
             weights, list(getattr(baseline, "f_lst", [1.0])), rpu, [float(t) for t in times],
             baseline, symmetric=True, popsize=settings.popsize, maxiter=settings.maxiter,
@@ -170,9 +178,6 @@ def optimize_programming(model: nn.Module, hw: str, times: Sequence[float],
         mapping = copy.deepcopy(opt.rpu_config.mapping)  # the objective's: no weight scaling
         table, _ = opt.run_optimizer()
         best = _tnmse(opt, table, mapping)
-    finally:
-        torch.random.set_rng_state(state)
-        np.random.set_state(np_state)
     spec = {"f_lst": [float(f) for f in table.f_lst],
             "g_lst": [[float(g) for g in row] for row in table.g_lst]}
     problems = custom_converter_problems(f"{hw} optimised converter", spec)
