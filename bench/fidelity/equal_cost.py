@@ -36,6 +36,20 @@ the pool's true front (``front.true_hv``). Each comparison gives the seeds where
 front is above, equal to and below the other, and a two-sided sign test over the unequal ones.
 
     python -m bench.fidelity equal-cost --seeds 20
+
+Where this differs from ``hwnas run quickstart``: the screen (looks, the free front, its cap)
+is read from the study file and runs through the study's own ``FirstRung`` rule, ``promote``
+and ``nas.algorithms.shrink``; the rest is priced from records, not run:
+
+- the looks are a seeded random order of the truth pool (the archs within the 5 ms budget with
+  stored scores), where the study draws them from its sampler over the whole ``resnet`` space,
+  so a live look may fall outside the pool or over the budget (it still counts as a look);
+- a trained arch's score is its stored record of ``--recipe`` (``default``: the quickstart's
+  training at one thread where the study uses two, scored with the study's scoring defaults on
+  ``pcm`` at 1 d), where the study scores ``pcm_static`` at 1 d; the ``default_static``
+  records, which score ``pcm_static``, cover 21 archs at 2 seeds, too few for this table;
+- fronts are judged on the truth's ``pcm`` at 1 d (``front.KEY``) and the pool's latencies;
+- seconds are each arch's median over the recipe seeds, and a look's latency is its cap.
 """
 
 from __future__ import annotations
