@@ -23,11 +23,12 @@ def db(tmp_path, monkeypatch) -> str:
     monkeypatch.setattr(backends.CpuBackend, "copy_bytes", 16 * 2**20)
     monkeypatch.setattr(roofline, "_WARMUP_S", 0.01)
     monkeypatch.setattr(roofline, "_TIMED_S", 0.02)
-    # A loose stop rule that a 0.2 s timing always meets, even on a loaded host: a figure that
-    # missed the rule is measured again on the next call by design, which would make the
-    # cache-hit checks below depend on the host's load.
+    # A stop rule that a 0.2 s timing always meets, even on a loaded host: a figure that missed
+    # the rule is measured again on the next call by design, which would make the cache-hit
+    # checks below depend on the host's load (rel_tol 0.5 still missed once beside the suite's
+    # other worker, so any spread passes: these tests check the cache, not the timing).
     monkeypatch.setattr(latency, "StopRule",
-                        functools.partial(latency.StopRule, rel_tol=0.5, min_repeats=5, window=5))
+                        functools.partial(latency.StopRule, rel_tol=1e9, min_repeats=5, window=5))
     return str(tmp_path / "costs.db")
 
 
