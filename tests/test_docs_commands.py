@@ -55,7 +55,7 @@ HOW: dict[str, How] = {
     "hwnas spaces show resnet": How("run"),
     "hwnas search quickstart --check": How("run"),
     "hwnas run quickstart": How("check"),  # the main job itself: 5 minutes
-    "hwnas run quickstart --set n_trials=30 --set train.epochs=2": How("check"),
+    "hwnas run quickstart --set n_trials=60 --set train.epochs=3": How("check"),
     "hwnas run quickstart --out runs/pcm --set 'objectives=[{metric: accuracy, hw: pcm, "
     "time: 1d}, {metric: latency}]'": How("check"),
     "hwnas search studies/my_study.yaml --workers 4": How("check"),

@@ -288,9 +288,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     f.set_defaults(run=cmd_front)
     e = sub.add_parser("equal-cost", help="the shipped screen against free fronts at equal wall "
                        "time and equal looks, costed from the stored seconds")
-    e.add_argument("--recipe", default="default")
+    e.add_argument("--recipe", default="e2_lean", help="the quickstart's training and score")
     e.add_argument("--seeds", type=int, default=20, help="search seeds")
-    e.add_argument("--recipe-seeds", default="1,2,3,4", help="the recipe's scoring seeds used")
+    e.add_argument("--recipe-seeds", default="1,2", help="the recipe's scoring seeds used "
+                   "(not 0: the truth's own seed)")
     e.add_argument("--look-latency-s", type=float, default=1.3,
                    help="seconds of a look's latency measurement (no stored record holds it)")
     e.set_defaults(run=cmd_equal_cost)

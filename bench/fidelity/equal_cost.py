@@ -13,7 +13,7 @@ Costs (per arch, the median over the recipe seeds of what the records hold):
   1.0) plus the proxy's seconds in baselines.csv (``synflow_s``, ``naswot_s``; parameter count
   and MACs come with the cost measurement and add nothing);
 - a training and a scoring: scores.csv's ``train_seconds`` and ``seconds - train_seconds`` of
-  the recipe (``default``: the quickstart's training, one thread).
+  the recipe (``e2_lean``: the quickstart's training and scoring, one thread).
 
 Per search seed ``k`` (its recipe seed the k-th of ``--recipe-seeds`` in turn, as in
 ``front``), one random order of the pool is drawn; every arm reads it from the start:
@@ -44,10 +44,10 @@ and ``nas.algorithms.shrink``; the rest is priced from records, not run:
 - the looks are a seeded random order of the truth pool (the archs within the 5 ms budget with
   stored scores), where the study draws them from its sampler over the whole ``resnet`` space,
   so a live look may fall outside the pool or over the budget (it still counts as a look);
-- a trained arch's score is its stored record of ``--recipe`` (``default``: the quickstart's
-  training at one thread where the study uses two, scored with the study's scoring defaults on
-  ``pcm`` at 1 d), where the study scores ``pcm_static`` at 1 d; the ``default_static``
-  records, which score ``pcm_static``, cover 21 archs at 2 seeds, too few for this table;
+- a trained arch's score is its stored record of ``--recipe`` (``e2_lean``: the quickstart's
+  2 epochs and lean score at one thread where the study trains with two, on ``pcm`` at 1 d),
+  where the study scores ``pcm_static`` at 1 d; no recipe scores ``pcm_static`` on the whole
+  pool (``default_static``: 21 archs at 2 seeds);
 - fronts are judged on the truth's ``pcm`` at 1 d (``front.KEY``) and the pool's latencies;
 - seconds are each arch's median over the recipe seeds, and a look's latency is its cap.
 """
@@ -71,6 +71,7 @@ from bench.fidelity.baselines import BASELINES
 from bench.fidelity.recipes import SCORES
 from nas.algorithms.pareto import non_dominated_sort
 from nas.algorithms.promotion import promote
+from nas.algorithms.shrink import signal_share
 
 LOOK_LATENCY_S = 1.3
 """Seconds of a look's latency measurement: ``hw_cost.latency.StopRule``'s 0.3 s warm-up plus
@@ -89,6 +90,7 @@ class Screen:
 
     looks: int = 20
     most: int | None = 3
+    stop_share: float | None = None  # ``schedule.stop_share``: training stops below this share
 
     def trained(self, table: pd.DataFrame, looked: list[str], prior_col: str) -> list[str]:
         """The looked-at archs the screen trains: the rank-0 members of (prior up, latency
@@ -112,6 +114,18 @@ def shipped_screen() -> Screen:
                          "screen with prior_promote: front and looks; this bench prices that "
                          "pipeline only: update bench/fidelity/equal_cost.py with the study")
     return Screen(looks=first.looks, most=first.most)
+
+
+def screen_arm(screen: Screen) -> str:
+    """The arm name of a screen other than the shipped one."""
+    stop = f", stop_share {screen.stop_share:g}" if screen.stop_share is not None else ""
+    most = "its whole free front" if screen.most is None else f"at most {screen.most}"
+    return f"screen of {screen.looks} looks, {most} trained{stop}, own time"
+
+
+NARROW = Screen(looks=20, most=3)
+"""The quickstart's screen before 2026-11-29 (20 looks, 3 of their free front trained, 3 epochs
+and the default score): priced here on the shipped recipe, so only its breadth differs."""
 
 
 def bought(costs: Sequence[float], wall: float) -> int:
@@ -158,22 +172,54 @@ def look_seconds(table: pd.DataFrame, proxy: str, latency_s: float) -> pd.Series
     return latency_s + extra
 
 
-def one_seed(table: pd.DataFrame, k: int, col: str, screen: Screen, latency_s: float,
-             hv: Any) -> dict[str, Any]:
-    """Every arm of search seed ``k`` (recipe score column ``col``): HV fractions (``hv`` of
-    a list of archs), the shipped arm's wall time and what that wall time buys."""
-    rseed = col.removeprefix("score_s")
-    order = random.Random(k).sample(list(table.index), len(table))
+def screened(table: pd.DataFrame, order: list[str], col: str, screen: Screen,
+             latency_s: float) -> tuple[list[str], list[str], float, list[str]]:
+    """(looked, trained, wall seconds, front on the shrunk scores) of ``screen`` reading
+    ``order`` from its start, the trained scores being column ``col``."""
     looked = order[:screen.looks]
-    trained = screen.trained(table, looked, proxy_col("synflow", rseed))
+    trained = screen.trained(table, looked, proxy_col("synflow", col.removeprefix("score_s")))
+    trained = stopped_early(table, trained, col, screen.stop_share)
     wall = float(look_seconds(table, "synflow", latency_s)[looked].sum()
                  + (table.sec_train + table.sec_score)[trained].sum())
+    picked = front._front(front.shrunk_scores(table, trained, col), trained, "shrunk")
+    return looked, trained, wall, picked
+
+
+def stopped_early(table: pd.DataFrame, trained: list[str], col: str,
+                  threshold: float | None) -> list[str]:
+    """The first of ``trained`` (in promotion order) that ``schedule.stop_share`` lets train:
+    from the third on, training stops once the trained scores' signal share beyond SynFlow
+    (``nas.algorithms.shrink.signal_share``) is below ``threshold``."""
+    if threshold is None:
+        return trained
+    seed = col.removeprefix("score_s")
+    for n in range(3, len(trained)):
+        sub = table.loc[trained[:n]]
+        share = signal_share(sub[col].values, sub[f"synflow_s{seed}"].values,
+                             sub[f"se_s{seed}"].values)
+        if share is not None and share < threshold:
+            return trained[:n]
+    return trained
+
+
+def one_seed(table: pd.DataFrame, k: int, col: str, screen: Screen, latency_s: float,
+             hv: Any, also: Sequence[Screen] = ()) -> dict[str, Any]:
+    """Every arm of search seed ``k`` (recipe score column ``col``): HV fractions (``hv`` of
+    a list of archs), the shipped arm's wall time and what that wall time buys; ``also``:
+    other screens on the same order and recipe, each at its own wall time."""
+    rseed = col.removeprefix("score_s")
+    order = random.Random(k).sample(list(table.index), len(table))
+    looked, trained, wall, picked = screened(table, order, col, screen, latency_s)
     out: dict[str, Any] = {"seed": k, "recipe_seed": int(rseed), "wall_s": wall,
                            "looks": len(looked), "looked": looked, "trained": trained,
-                           "bought": {}, "whole_pool_up_to_s": {}, "hv": {}}
-    picked = front._front(front.shrunk_scores(table, trained, col), trained, "shrunk")
+                           "bought": {}, "whole_pool_up_to_s": {}, "hv": {}, "also": {}}
     out["hv"]["shipped"] = hv(picked)
     out["hv"]["shipped, raw scores"] = hv(front._front(table, trained, col))
+    for other in also:
+        o_looked, o_trained, o_wall, o_picked = screened(table, order, col, other, latency_s)
+        name = screen_arm(other)
+        out["hv"][name] = hv(o_picked)
+        out["also"][name] = {"looks": len(o_looked), "trained": len(o_trained), "wall_s": o_wall}
     for proxy in PROXIES:
         _free_arms(table, order, out, proxy, screen, latency_s, hv)
     n = bought((latency_s + table.sec_train + table.sec_score)[order].values, wall)
@@ -203,7 +249,8 @@ def _free_arms(table: pd.DataFrame, order: list[str], out: dict[str, Any], proxy
 
 
 def evaluate(table: pd.DataFrame, seeds: int, screen: Screen,
-             latency_s: float = LOOK_LATENCY_S) -> list[dict[str, Any]]:
+             latency_s: float = LOOK_LATENCY_S,
+             also: Sequence[Screen] = ()) -> list[dict[str, Any]]:
     """``one_seed`` for search seeds ``0..seeds-1`` on ``table``, HV as fractions of the pool's
     true front."""
     cols = [c for c in table.columns if c.startswith("score_s")]
@@ -213,15 +260,28 @@ def evaluate(table: pd.DataFrame, seeds: int, screen: Screen,
     def hv(members: list[str]) -> float:
         return front.true_hv(table, members, ref) / best if members else 0.0
 
-    return [one_seed(table, k, cols[k % len(cols)], screen, latency_s, hv)
+    return [one_seed(table, k, cols[k % len(cols)], screen, latency_s, hv, also)
             for k in range(seeds)]
 
 
+def variants(screen: Screen) -> tuple[Screen, ...]:
+    """The screens priced beside ``screen``: the narrow one it replaced, and ``screen`` with no
+    cap on the front it trains, alone and stopped by ``schedule.stop_share`` at 0.25 and 0.5
+    (both reported: neither is chosen on this truth)."""
+    whole = Screen(looks=screen.looks, most=None)
+    return (NARROW, whole, *(Screen(screen.looks, None, share) for share in STOP_SHARES))
+
+
+STOP_SHARES = (0.25, 0.5)
+
+
 def run(recipe: str, seeds: int, recipe_seeds: list[int], screen: Screen | None = None,
-        latency_s: float = LOOK_LATENCY_S) -> dict[str, Any]:
+        latency_s: float = LOOK_LATENCY_S, also: Sequence[Screen] | None = None
+        ) -> dict[str, Any]:
     screen = screen or shipped_screen()
+    also = variants(screen) if also is None else also
     table = cost_table(recipe, recipe_seeds)
-    per_seed = evaluate(table, seeds, screen, latency_s)
+    per_seed = evaluate(table, seeds, screen, latency_s, also)
     res = {"recipe": recipe, "pool": len(table), "seeds": seeds, "recipe_seeds": recipe_seeds,
            "screen": {"looks": screen.looks, "promote_max": screen.most},
            "look_latency_s": latency_s,
@@ -264,6 +324,9 @@ def _counts(res: dict[str, Any], arm: str) -> tuple[str, str]:
     if arm.startswith("random"):
         n = med([s["random_trained"] for s in per])
         return n, n
+    if arm in per[0]["also"]:
+        return med([s["also"][arm]["looks"] for s in per]), med(
+            [s["also"][arm]["trained"] for s in per])
     proxy, _, at = arm.partition(" free front, ")
     if at.startswith("equal time"):
         return med([s["bought"][proxy] for s in per]), "0"
@@ -307,9 +370,18 @@ def _costs_text(res: dict[str, Any]) -> str:
         f"{bought_med['synflow']}, NASWOT {bought_med['naswot']}), and would in every seed at "
         f"any latency-measurement cost up to {up_to:.1f} s per look; in a space larger than "
         f"the pool, about {beyond['synflow']} SynFlow or {beyond['naswot']} NASWOT looks. "
+        f"{_also_text(per)}"
         f"\"at most {res['screen']['promote_max']}\": the free front of the same archs cut to as "
         "many members as the shipped arm can return, in the screen's own promotion order. HV: "
         "truth pcm@1d against latency as a fraction of the pool's true front.")
+
+
+def _also_text(per: list[dict[str, Any]]) -> str:
+    """The other screens' wall times (each at its own, on the shipped recipe), as a sentence."""
+    parts = [f"{arm}: median {np.median([s['also'][arm]['wall_s'] for s in per]):.0f} s"
+             for arm in per[0].get("also", {})]
+    return ("Other screens, each at its own wall time on the same recipe and order: "
+            + "; ".join(parts) + ". ") if parts else ""
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -344,8 +416,8 @@ def markdown(res: dict[str, Any]) -> str:
         "Where the bench differs from `hwnas run quickstart`: the looks are drawn uniformly "
         "from the in-budget pool (the `default` sampler proposes from the whole space, and a "
         "look over the budget costs a look and is never trained); latency is baselines.csv's, "
-        "never remeasured; the trained score is the `default` recipe's stored `pcm` at 1 d (the "
-        "quickstart's training and scoring defaults, 1 training thread) where the quickstart "
+        "never remeasured; the trained score is the recipe's stored `pcm` at 1 d (`e2_lean`: the "
+        "quickstart's 2 epochs and lean score, 1 training thread) where the quickstart "
         "scores `pcm_static` with 2 threads; seconds are the records' medians, not one run's. "
         "The rule that picks what is trained is the study's own (`FirstRung.k`'s cap on the "
         "free front, then `nas.algorithms.promotion.promote`), and the front's shrinkage is "

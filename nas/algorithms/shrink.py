@@ -34,10 +34,30 @@ def shrunk(score: np.ndarray, predictor: np.ndarray, se: np.ndarray) -> np.ndarr
     y = np.asarray(score, float)
     if len(y) < 3:
         return y.copy()
+    trend, signal, noise = _split(y, predictor, se)
+    resid = y - trend
+    return trend + resid * signal / (signal + noise) if signal + noise > 0 else y.copy()
+
+
+def signal_share(score: np.ndarray, predictor: np.ndarray, se: np.ndarray) -> float | None:
+    """The share of the residuals' variance about the line on log(``predictor``) that is signal,
+    ``signal / (signal + noise)`` as ``shrunk`` weighs it: 0 when the trained scores say nothing
+    the free predictor does not (shrinking puts every score on the line, so the front is ranked
+    as the predictor ranks it), near 1 when they rank beyond it. None for fewer than three
+    scores; 1 when there is neither noise nor spread (nothing to shrink)."""
+    y = np.asarray(score, float)
+    if len(y) < 3:
+        return None
+    _, signal, noise = _split(y, predictor, se)
+    return signal / (signal + noise) if signal + noise > 0 else 1.0
+
+
+def _split(y: np.ndarray, predictor: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, float,
+                                                                           float]:
+    """(the least-squares line of ``y`` on log(``predictor``), the residuals' variance beyond
+    the noise, the noise: the median ``se`` squared)."""
     x = np.log(np.maximum(np.asarray(predictor, float), np.finfo(float).tiny))
     slope, icept = np.polyfit(x, y, 1)
     trend = slope * x + icept
-    resid = y - trend
     noise = float(np.median(np.asarray(se, float))) ** 2
-    signal = max(float(np.var(resid, ddof=1)) - noise, 0.0)
-    return trend + resid * signal / (signal + noise) if signal + noise > 0 else y.copy()
+    return trend, max(float(np.var(y - trend, ddof=1)) - noise, 0.0), noise

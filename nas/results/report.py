@@ -26,6 +26,7 @@ from nas.results.plots import hv_figure, pairs_figure, pareto_figure
 from nas.results.run_settings import digital_below_note, overrides, settings_rows
 from nas.results.trials_table import short_table
 from nas.search.prior_rung import is_prior
+from nas.search.stop_share import STOPPED_BY_SHARE
 from nas.study import store
 from nas.study.config import StudyConfig
 from nas.study.schedule import rung_budgets
@@ -111,8 +112,12 @@ def _change_section(cfg: StudyConfig, study: optuna.Study, front: summary.Front)
     text = (f"{len(change.free)} candidates are on the free front of {change.n_looks} looks "
             f"({cfg.schedule.prior} against the costs, no training). Training kept "
             f"{len(change.kept)}, dropped {len(change.dropped)}, left {len(change.untrained)} "
-            f"untrained (schedule.promote_max or the run's limits) and added "
-            f"{len(change.added)}; the front above holds trained candidates only.")
+            f"untrained (schedule.promote_max, schedule.stop_share or the run's limits) and "
+            f"added {len(change.added)}; the front above holds trained candidates only.")
+    stopped = [t.user_attrs[STOPPED_BY_SHARE] for t in study.get_trials(deepcopy=False)
+               if STOPPED_BY_SHARE in t.user_attrs]
+    if stopped:  # the first stop's reason: the share as training ended
+        text += f" {stopped[0][0].upper()}{stopped[0][1:]} ({len(stopped)} not trained)."
     return (f"<h2>What training changed</h2><p>{html.escape(text)}</p>"
             + _table(pd.DataFrame(rows)))
 

@@ -71,6 +71,7 @@ from nas.algorithms.pareto import non_dominated_sort
 from nas.algorithms.promotion import promote
 from nas.scoring.evaluate import Evaluator
 from nas.search.prior_rung import PriorRung, is_prior
+from nas.search.stop_share import STOPPED_BY_SHARE, stop_reason, training_share
 from nas.study.schedule import (
     ScheduleCfg,
     bracket_of,
@@ -167,9 +168,11 @@ class SuccessiveHalving:
     """The schedule of one study for the Optuna driver: placement, claims and promotions."""
 
     def __init__(self, s: ScheduleCfg, directions: Sequence[str],
-                 prior: Callable[[optuna.Trial], Any] | None = None):
-        """``prior``: the rung-0 objective when ``s.prior`` is set (``PriorRung``)."""
-        self.cfg, self.directions, self.prior = s, list(directions), prior
+                 prior: Callable[[optuna.Trial], Any] | None = None,
+                 keys: Sequence[str] = ()):
+        """``prior``: the rung-0 objective when ``s.prior`` is set (``PriorRung``); ``keys``:
+        the objectives' keys, in order (``s.stop_share`` reads their SEs)."""
+        self.cfg, self.directions, self.prior, self.keys = s, list(directions), prior, list(keys)
         self.budgets = rung_budgets(s)
         self.top = len(self.budgets) - 1
         self.brackets = len(self.budgets) if s.type == "hyperband" else 1
@@ -211,12 +214,23 @@ class SuccessiveHalving:
                 trial.set_user_attr(SCREEN_DONE, why)
                 trial.set_user_attr("fail_reason", why)
                 raise optuna.TrialPruned(why)
+            why = self.stopped(trial)
+            if why is not None:
+                trial.set_user_attr(STOPPED_BY_SHARE, why)
+                trial.set_user_attr("fail_reason", why)
+                raise optuna.TrialPruned(why)
             rung, budget = self.place(trial)
             if rung == 0 and self.prior is not None:  # the free rung: no training
                 return self.prior(trial)
             return objective(trial, budget=budget)
 
         return scheduled
+
+    def stopped(self, trial: optuna.Trial) -> str | None:
+        """Why a promotion of the screen is not trained (``schedule.stop_share``), or None."""
+        if self.cfg.stop_share is None or "promotion" not in trial.user_attrs:
+            return None
+        return stop_reason(training_share(trial.study, self.keys), self.cfg.stop_share)
 
     def screened(self, trial: optuna.Trial) -> bool:
         """Whether ``trial`` is a new candidate after the screen's last look (``looks``): the
@@ -237,6 +251,10 @@ class SuccessiveHalving:
         """Queue every promotion due now (an Optuna callback); returns how many."""
         due = pending(self.records(study), self.directions, self.cfg.eta, self.top,
                       FirstRung.of(self.cfg))
+        # a promotion that schedule.stop_share ended is decided, unlike a failed one: not again
+        ended = {t.user_attrs.get("promotion") for t in study.get_trials(
+            deepcopy=False, states=(TrialState.PRUNED,)) if STOPPED_BY_SHARE in t.user_attrs}
+        due = [(rec, rung) for rec, rung in due if promotion_key(rec.arch, rung) not in ended]
         for rec, rung in due:
             study.enqueue_trial(rec.params, user_attrs={
                 "rung": rung, "bracket": rec.bracket, "parent": rec.number,
@@ -319,5 +337,6 @@ def make(cfg: StudyConfig, evaluator: Evaluator | None = None) -> SuccessiveHalv
     if problems:
         raise ConfigError(problems)
     prior = PriorRung(cfg, evaluator) if cfg.schedule.prior != "none" else None
-    return SuccessiveHalving(cfg.schedule, [o.direction for o in cfg.objectives_resolved()],
-                             prior)
+    objectives = cfg.objectives_resolved()
+    return SuccessiveHalving(cfg.schedule, [o.direction for o in objectives], prior,
+                             [o.key for o in objectives])

@@ -77,6 +77,13 @@ class ScheduleCfg(BaseModel):
         "promotions wait until every look is done, so the free front is that of all of them; "
         "no candidate is sampled after them, and the worker ends once their promotions are "
         "done (n_trials and timeout still bound the run)"))
+    stop_share: float | None = Field(None, description=(
+        "with prior_promote: front and looks: stop training the screen's promotions once 3 or "
+        "more are trained and the trained accuracies' signal share beyond the prior "
+        "(nas.algorithms.shrink.signal_share: the share of their spread about the line on "
+        "log prior that is not noise) is below this, in (0, 1): training then no longer moves "
+        "ranks, and the promotions left are ended PRUNED (stopped_by_share) and reported as "
+        "not trained"))
 
 
 RUNG_SE_CAP = 0.05
@@ -117,7 +124,7 @@ def schedule_problems(cfg: StudyConfig) -> list[Problem]:
     s: ScheduleCfg = cfg.schedule
     if s.type == "none":
         unused = (s.prior_share is None and s.prior_promote == "share" and s.looks is None
-                  and s.promote_max is None)
+                  and s.promote_max is None and s.stop_share is None)
         return [] if s.prior == "none" and unused else [Problem(
             "schedule.prior", "is rung 0 of successive halving, and schedule.type is none",
             s.prior, "set schedule.type: sh with min_budget and max_budget (equal for one "
@@ -150,7 +157,8 @@ def prior_problems(cfg: StudyConfig) -> list[Problem]:
         for key, value, unset in (("prior_share", s.prior_share, None),
                                   ("prior_promote", s.prior_promote, "share"),
                                   ("looks", s.looks, None),
-                                  ("promote_max", s.promote_max, None)):
+                                  ("promote_max", s.promote_max, None),
+                                  ("stop_share", s.stop_share, None)):
             if value != unset:
                 out.append(Problem(f"schedule.{key}", "needs schedule.prior (it rules the free "
                                    "rung 0)", value, "set schedule.prior: synflow, naswot or "
@@ -194,6 +202,12 @@ def screen_problems(cfg: StudyConfig) -> list[Problem]:
         out.append(Problem("schedule.promote_max", "caps the free front that goes up: it needs "
                            "prior_promote: front and must be >= 1", s.promote_max,
                            "set prior_promote: front and e.g. promote_max: 4, or drop it"))
+    if s.stop_share is not None and (not 0 < s.stop_share < 1 or s.prior_promote != "front"
+                                     or s.looks is None):
+        out.append(Problem("schedule.stop_share", "stops training a screen's free front: it "
+                           "needs prior_promote: front and looks, and must lie in (0, 1)",
+                           s.stop_share, "use e.g. stop_share: 0.25 with prior_promote: front "
+                           "and looks: 40, or drop it"))
     if s.looks is not None and not 0 < s.looks < cfg.n_trials:
         out.append(Problem("schedule.looks", "must lie in [1, n_trials) (the looks leave "
                            "n_trials room for the trained candidates)", s.looks,

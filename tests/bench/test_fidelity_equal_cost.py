@@ -99,3 +99,28 @@ def test_the_screen_is_the_quickstarts() -> None:
     sched = yaml.safe_load((front.DATA.parents[2] / "studies/quickstart.yaml").read_text())
     got = equal_cost.shipped_screen()
     assert (got.looks, got.most) == (sched["schedule"]["looks"], sched["schedule"]["promote_max"])
+
+
+def test_another_screen_is_priced_on_the_same_order_at_its_own_time() -> None:
+    table = _table(4, n=60)
+    narrow = equal_cost.Screen(looks=10, most=2)
+    name = equal_cost.screen_arm(narrow)
+    for s in equal_cost.evaluate(table, 4, equal_cost.Screen(looks=20, most=3), also=(narrow,)):
+        got = s["also"][name]
+        assert got["looks"] == 10 and got["trained"] <= 2
+        assert got["wall_s"] == pytest.approx(10 * LOOK["synflow"] + got["trained"] * TRAIN)
+        # its looks are the first 10 of the shipped arm's 20: the same order, read from the start
+        free = _rank0({a: (table.at[a, "synflow_s1"], table.at[a, "latency_ms"])
+                       for a in s["looked"][:10]})
+        assert got["trained"] == min(len(free), 2)
+
+
+def test_stop_share_stops_at_three_when_scores_repeat_synflow() -> None:
+    table = _table(5, n=12)
+    archs = list(table.index)
+    table["score_s1"] = 0.5 + 0.05 * np.log(table["synflow_s1"])  # no residual: all noise
+    assert equal_cost.stopped_early(table, archs, "score_s1", 0.25) == archs[:3]
+    assert equal_cost.stopped_early(table, archs, "score_s1", None) == archs
+    table["se_s1"] = 1e-6  # residuals far above their noise: training moves ranks, never stops
+    table["score_s1"] += np.resize([0.1, -0.1, 0.05], len(table))
+    assert equal_cost.stopped_early(table, archs, "score_s1", 0.25) == archs

@@ -107,6 +107,74 @@ def test_screen_looks_then_trains_its_free_front_then_stops() -> None:
     assert len(study.trials) == 6 + len(front) + 1 < cfg.n_trials
 
 
+def _screen_with_scores(score: Any, **schedule: Any) -> tuple[optuna.Study, list[str]]:
+    """A live screen of 10 looks whose stand-in training scores a promotion ``score(prior,
+    arch)`` -> (accuracy, its SE); returns the study and the archs trained, in order."""
+    from nas.search import schedule as sched
+
+    cfg = _cfg(n_trials=40, looks=10, **schedule)
+    sh = sched.make(cfg)
+    assert sh is not None
+    trained: list[str] = []
+
+    def train(trial: optuna.Trial, budget: float | None = None) -> tuple[float, ...]:
+        parent = trial.study.trials[trial.user_attrs["parent"]]
+        acc, se = score(parent.user_attrs["prior_score"], parent.user_attrs["arch"])
+        trial.set_user_attr("arch", parent.user_attrs["arch"])  # as the study's objective does
+        trial.set_user_attr(f"{sh.keys[0]}_se", se)
+        trained.append(parent.user_attrs["arch"])
+        return (acc, parent.user_attrs["latency_ms"])
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(directions=sh.directions,
+                                sampler=optuna.samplers.RandomSampler(seed=1))
+    study.optimize(sh.wrap(train), n_trials=cfg.n_trials, callbacks=[sh])
+    return study, trained
+
+
+@pytest.mark.slow
+def test_stop_share_ends_training_once_scores_only_repeat_the_prior() -> None:
+    from nas.search.stop_share import STOPPED_BY_SHARE
+
+    def on_the_line(prior: float, arch: str) -> tuple[float, float]:
+        return 0.5 + 0.05 * float(np.log(prior)), 0.02  # no residual: all noise
+
+    study, trained = _screen_with_scores(on_the_line, stop_share=0.25)
+    promoted = [t for t in study.trials if "promotion" in t.user_attrs]
+    assert len(promoted) > 3, "the screen's free front must be larger than 3 for this test"
+    assert len(trained) == 3  # the share is known from three on, and it is 0
+    stopped = [t for t in promoted if STOPPED_BY_SHARE in t.user_attrs]
+    assert len(stopped) == len(promoted) - 3
+    assert all(t.state == TrialState.PRUNED and "0.00" in t.user_attrs[STOPPED_BY_SHARE]
+               for t in stopped)
+
+    def beyond(prior: float, arch: str) -> tuple[float, float]:  # residuals 10x the SE
+        return 0.5 + 0.05 * float(np.log(prior)) + 0.2 * (sum(map(ord, arch)) % 7 - 3) / 3, 0.001
+
+    study, trained = _screen_with_scores(beyond, stop_share=0.25)
+    promoted = [t for t in study.trials if "promotion" in t.user_attrs]
+    assert len(trained) == len(promoted) > 3  # training moves ranks: every member trained
+
+
+def test_signal_share_agrees_with_a_hand_fit() -> None:
+    from nas.algorithms.shrink import shrunk, signal_share
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        n = int(rng.integers(3, 12))
+        prior, se = rng.uniform(1, 50, n), rng.uniform(0.005, 0.05, n)
+        y = 0.1 * np.log(prior) + rng.normal(0, rng.uniform(0.001, 0.1), n)
+        design = np.column_stack([np.log(prior), np.ones(n)])
+        resid = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+        noise = float(np.median(se)) ** 2
+        signal = max(float(resid.var(ddof=1)) - noise, 0.0)
+        want = signal / (signal + noise)
+        assert signal_share(y, prior, se) == pytest.approx(want, abs=1e-9)
+        # the share is the weight shrunk() keeps of each residual
+        assert np.allclose(shrunk(y, prior, se), y - resid * (1 - want))
+    assert signal_share([0.5, 0.6], [1.0, 2.0], [0.01, 0.01]) is None
+
+
 # -- bad options -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("schedule, where", [
     ({"looks": 20}, "schedule.looks"),
@@ -115,6 +183,9 @@ def test_screen_looks_then_trains_its_free_front_then_stops() -> None:
     ({"prior": "none"}, "schedule.prior_promote"),
     ({"promote_max": 0}, "schedule.promote_max"),
     ({"prior_promote": "share", "promote_max": 3}, "schedule.promote_max"),
+    ({"looks": 5, "stop_share": 1.5}, "schedule.stop_share"),
+    ({"stop_share": 0.25}, "schedule.stop_share"),  # no looks: no screen to stop
+    ({"prior": "none", "prior_promote": "share", "stop_share": 0.25}, "schedule.stop_share"),
 ])
 def test_bad_screen_options_are_config_errors(schedule: dict, where: str) -> None:
     with pytest.raises(ConfigError) as err:
