@@ -78,11 +78,18 @@ def test_capped_front_keeps_its_extremes_and_spreads_the_rest() -> None:
 
 
 # -- a live screen ---------------------------------------------------------------------------------
+ENERGY = [{"metric": "accuracy", "hw": "pcm", "time": "1d"}, {"metric": "latency"},
+          {"metric": "energy"}]
+
+
 @pytest.mark.slow
-def test_screen_looks_then_trains_its_free_front_then_stops() -> None:
+@pytest.mark.parametrize("objectives", [None, ENERGY], ids=["acc-latency", "acc-latency-energy"])
+def test_screen_looks_then_trains_its_free_front_then_stops(objectives: list | None) -> None:
     from nas.search import schedule
 
-    cfg = _cfg(looks=6)
+    cfg = _cfg(looks=6) if objectives is None else validate_study(live_raw(
+        "screen", n_trials=20, schedule={**SCREEN, "looks": 6}, objectives=objectives,
+        train={"steps": 3, "batch_size": 32, "lr": 0.05}))
     sh = schedule.make(cfg)
     assert sh is not None and sh.prior is not None
     trained: list[str] = []
@@ -90,7 +97,7 @@ def test_screen_looks_then_trains_its_free_front_then_stops() -> None:
     def train(trial: optuna.Trial, budget: float | None = None) -> tuple[float, ...]:
         parent = trial.study.trials[trial.user_attrs["parent"]]
         trained.append(parent.user_attrs["arch"])
-        return (0.5, parent.user_attrs["latency_ms"])
+        return (0.5, *parent.values[1:])  # the look's measured costs, every cost objective
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(directions=sh.directions,
@@ -99,7 +106,8 @@ def test_screen_looks_then_trains_its_free_front_then_stops() -> None:
     looks = [t for t in study.trials if t.user_attrs.get("rung") == 0]
     assert len(looks) == 6 and all(t.state == TrialState.COMPLETE for t in looks)
     feasible = [t for t in looks if all(v <= 0 for v in t.constraints.values())]
-    ranks = non_dominated_sort(np.array([t.values for t in feasible]), DIRS)
+    assert len(feasible[0].values) == len(cfg.objectives_resolved())
+    ranks = non_dominated_sort(np.array([t.values for t in feasible]), sh.directions)
     front = {t.user_attrs["arch"] for t, r in zip(feasible, ranks, strict=True) if r == 0}
     assert sorted(trained) == sorted(front)  # every free-front member trained, nothing else
     last = study.trials[-1]  # the first new candidate after the screen ends the worker
