@@ -22,10 +22,12 @@ from hwnas.common.provenance import provenance
 from nas.results import summary
 from nas.results.export import candidate_dirname
 from nas.results.free_front import front_change
+from nas.results.hv_change import hv_change
 from nas.results.plots import hv_figure, pairs_figure, pareto_figure
 from nas.results.run_settings import digital_below_note, overrides, settings_rows
 from nas.results.trials_table import short_table
 from nas.search.prior_rung import is_prior
+from nas.search.schedule import front_pool
 from nas.search.stop_share import STOPPED_BY_SHARE
 from nas.study import store
 from nas.study.config import StudyConfig
@@ -119,7 +121,24 @@ def _change_section(cfg: StudyConfig, study: optuna.Study, front: summary.Front)
     if stopped:  # the first stop's reason: the share as training ended
         text += f" {stopped[0][0].upper()}{stopped[0][1:]} ({len(stopped)} not trained)."
     return (f"<h2>What training changed</h2><p>{html.escape(text)}</p>"
-            + _table(pd.DataFrame(rows)))
+            + _hv_text(cfg, study, front, change.free) + _table(pd.DataFrame(rows)))
+
+
+def _hv_text(cfg: StudyConfig, study: optuna.Study, front: summary.Front,
+             free: list[str]) -> str:
+    """The hypervolume of the trained front beside the free front's as predicted, with SEs."""
+    pool, _ = front_pool(summary.completed(study))
+    hv = hv_change(cfg, study, pool, free, front.reference)
+    if hv is None:
+        return ""
+    text = (f"Hypervolume (the reference above): the {hv.n_trained} trained candidates "
+            f"{hv.trained:.4g} ± {hv.trained_se:.2g}; the free front's {hv.n_free} members, "
+            f"each at the accuracy the trained candidates' line on log {cfg.schedule.prior} "
+            f"predicts for it, {hv.predicted:.4g} ± {hv.predicted_se:.2g} (SE: the SD over "
+            f"{hv.draws} draws of every trained accuracy within its SE, the line refitted on "
+            "each). Trained members are what the user gets; the predicted front is what the "
+            "study would have promised without training the rest.")
+    return f"<p>{html.escape(text)}</p>"
 
 
 def _finalize_section(study_dir: Path) -> str:
