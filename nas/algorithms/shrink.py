@@ -52,12 +52,22 @@ def signal_share(score: np.ndarray, predictor: np.ndarray, se: np.ndarray) -> fl
     return signal / (signal + noise) if signal + noise > 0 else 1.0
 
 
+def log_predictor(predictor: np.ndarray) -> np.ndarray:
+    """log(``predictor``), values at or below 0 clipped to the smallest positive float."""
+    return np.log(np.maximum(np.asarray(predictor, float), np.finfo(float).tiny))
+
+
+def line(score: np.ndarray, predictor: np.ndarray) -> tuple[float, float]:
+    """(slope, intercept) of the least-squares line of ``score`` on log(``predictor``)."""
+    slope, icept = np.polyfit(log_predictor(predictor), np.asarray(score, float), 1)
+    return float(slope), float(icept)
+
+
 def _split(y: np.ndarray, predictor: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, float,
                                                                            float]:
     """(the least-squares line of ``y`` on log(``predictor``), the residuals' variance beyond
     the noise, the noise: the median ``se`` squared)."""
-    x = np.log(np.maximum(np.asarray(predictor, float), np.finfo(float).tiny))
-    slope, icept = np.polyfit(x, y, 1)
-    trend = slope * x + icept
+    slope, icept = line(y, predictor)
+    trend = slope * log_predictor(predictor) + icept
     noise = float(np.median(np.asarray(se, float))) ** 2
     return trend, max(float(np.var(y - trend, ddof=1)) - noise, 0.0), noise

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import optuna
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 
 from nas.algorithms.pareto import hypervolume
-from nas.search.prior_rung import is_prior
+from nas.algorithms.shrink import line, log_predictor
+from nas.search.prior_rung import prior_looks
 from nas.study.config import StudyConfig
 from nas.study.store import feasible
 
@@ -47,9 +48,7 @@ def hv_change(cfg: StudyConfig, study: optuna.Study, trained: list[FrozenTrial],
     objs = cfg.objectives_resolved()
     dirs, train_cols = [o.direction for o in objs], [
         j for j, o in enumerate(objs) if o.metric.stage == "train"]
-    looks = {t.user_attrs.get("arch"): t for t in study.get_trials(
-        deepcopy=False, states=(TrialState.COMPLETE,))
-        if is_prior(t) and t.values is not None and t.user_attrs.get("prior_score") is not None}
+    looks = prior_looks(study)
     ok = [t for t in trained if feasible(t) and t.user_attrs.get("arch") in looks]
     se_cols = [[t.user_attrs.get(f"{objs[j].key}_se") for t in ok] for j in train_cols]
     if len(ok) < 3 or not free or any(v is None for col in se_cols for v in col):
@@ -57,14 +56,15 @@ def hv_change(cfg: StudyConfig, study: optuna.Study, trained: list[FrozenTrial],
     values = np.array([t.values for t in ok], float)
     se = np.zeros_like(values)
     se[:, train_cols] = np.array(se_cols, float).T
-    x_trained = _log_prior(ok, looks)
+    p_trained = _prior(ok, looks)
     members = [looks[a] for a in free if a in looks]
-    x_free, base = _log_prior(members, looks), np.array([t.values for t in members], float)
+    x_free = log_predictor(_prior(members, looks))
+    base = np.array([t.values for t in members], float)
 
     def predicted(v: np.ndarray) -> np.ndarray:
         out = base.copy()  # the looks' measured costs; each trained objective predicted
         for j in train_cols:
-            slope, icept = np.polyfit(x_trained, v[:, j], 1)
+            slope, icept = line(v[:, j], p_trained)
             out[:, j] = slope * x_free + icept
         return out
 
@@ -79,7 +79,7 @@ def hv_change(cfg: StudyConfig, study: optuna.Study, trained: list[FrozenTrial],
         n_trained=len(ok), n_free=len(members), draws=draws)
 
 
-def _log_prior(trials: list[FrozenTrial], looks: dict[str, FrozenTrial]) -> np.ndarray:
-    """The log of each trial's arch's rung-0 prior (clipped above 0, as the shrinkage does)."""
-    prior = [looks[t.user_attrs.get("arch")].user_attrs.get("prior_score") for t in trials]
-    return np.log(np.maximum(np.array(prior, float), np.finfo(float).tiny))
+def _prior(trials: list[FrozenTrial], looks: dict[str, FrozenTrial]) -> np.ndarray:
+    """Each trial's arch's rung-0 prior score."""
+    return np.array([looks[t.user_attrs["arch"]].user_attrs["prior_score"] for t in trials],
+                    float)

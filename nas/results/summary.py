@@ -17,7 +17,7 @@ from nas.algorithms.pareto import (
 )
 from nas.algorithms.pareto import reference_point as _reference_point
 from nas.algorithms.shrink import shrunk
-from nas.search.prior_rung import is_prior
+from nas.search.prior_rung import is_prior, prior_looks
 from nas.search.schedule import front_pool, highest_rung
 from nas.study.config import StudyConfig
 from nas.study.store import feasible
@@ -121,10 +121,9 @@ def picked_values(cfg: StudyConfig, study: optuna.Study, ok: list[FrozenTrial],
     (``nas.algorithms.shrink``)."""
     if cfg.pareto.shrink != "prior":
         return values, ""
-    prior = {t.user_attrs.get("arch"): t.user_attrs.get("prior_score")
-             for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-             if is_prior(t)}
-    x = [prior.get(t.user_attrs.get("arch")) for t in ok]
+    looks = prior_looks(study)
+    x = [looks[a].user_attrs["prior_score"] if (a := t.user_attrs.get("arch")) in looks else None
+         for t in ok]
     if len(ok) < 3 or any(v is None for v in x):
         return values, (f"pareto.shrink: prior needs 3 trained candidates with a rung-0 score; "
                         f"{sum(v is not None for v in x)} of {len(ok)} have one")

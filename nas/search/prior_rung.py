@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 import optuna
+from optuna.trial import FrozenTrial, TrialState
 
 from hwnas.common.threads import torch_threads
 from nas.scoring import glue
@@ -116,4 +117,11 @@ class PriorRung:
 def is_prior(trial: Any) -> bool:
     """Whether ``trial`` (a FrozenTrial) is a rung-0 prior result."""
     return "prior" in trial.user_attrs
+
+
+def prior_looks(study: optuna.Study) -> dict[str, FrozenTrial]:
+    """Each arch's complete rung-0 look that holds its prior score (``prior_score``), by arch."""
+    return {t.user_attrs.get("arch"): t for t in study.get_trials(
+        deepcopy=False, states=(TrialState.COMPLETE,))
+        if is_prior(t) and t.values is not None and t.user_attrs.get("prior_score") is not None}
 

@@ -17,7 +17,7 @@ import optuna
 from optuna.trial import TrialState
 
 from nas.algorithms.shrink import signal_share
-from nas.search.prior_rung import is_prior
+from nas.search.prior_rung import is_prior, prior_looks
 
 STOPPED_BY_SHARE = "stopped_by_share"  # user attr of a promotion ended by schedule.stop_share
 
@@ -26,14 +26,12 @@ def training_share(study: optuna.Study, keys: Sequence[str]) -> float | None:
     """The largest signal share over the objectives (``keys``, in the study's order) whose
     trained trials all carry an SE: training moves ranks while any objective's does. None
     while fewer than three trained trials have a rung-0 prior, or no objective carries an SE."""
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    prior = {t.user_attrs.get("arch"): t.user_attrs.get("prior_score")
-             for t in done if is_prior(t)}
-    trained = [t for t in done if not is_prior(t) and t.values is not None
-               and prior.get(t.user_attrs.get("arch")) is not None]
+    looks = prior_looks(study)
+    trained = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+               if not is_prior(t) and t.values is not None and t.user_attrs.get("arch") in looks]
     if len(trained) < 3:
         return None
-    x = np.array([prior[t.user_attrs.get("arch")] for t in trained], float)
+    x = np.array([looks[t.user_attrs["arch"]].user_attrs["prior_score"] for t in trained], float)
     shares = []
     for j, key in enumerate(keys):
         se = [t.user_attrs.get(f"{key}_se") for t in trained]
